@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Installs what nereid needs to build, test and benchmark on Debian 12, and only what is missing:
+#   1. Debian packages (apt-get, run only when one is absent);
+#   2. the Python venv at $VENV from scripts/requirements.txt (redone when that file's hash changes);
+#   3. ONNX Runtime for C at $ORT_HOME: headers from Debian 13's libonnxruntime-dev (fetched with a
+#      private apt configuration; the system's apt state is never touched) and the library from the
+#      venv's onnxruntime wheel.
+# Idempotent; prints nothing when everything is present. Run from anywhere:
+#   ORT_HOME=... VENV=... scripts/setup.sh
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEFAULT_ORT_HOME="$ROOT/.deps/ort"
+ORT_HOME=${ORT_HOME:-$DEFAULT_ORT_HOME}
+VENV=${VENV:-$ROOT/.venv}
+REQS="$ROOT/scripts/requirements.txt"
+
+APT_PKGS=(build-essential pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libnuma-dev libb64-0d
+          wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates)
+TRIXIE_SOURCE="deb http://deb.debian.org/debian trixie main"
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "not root and no sudo: cannot install Debian packages"
+    SUDO=(sudo)
+fi
+
+# --- 1. Debian packages -------------------------------------------------------------------------
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$st" = installed ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- 2. Python venv -------------------------------------------------------------------------------
+STAMP="$VENV/.nereid-requirements.sha256"
+want=$(sha256sum "$REQS" | cut -d' ' -f1)
+have=$(cat "$STAMP" 2>/dev/null || true)
+if [ "$want" != "$have" ] || [ ! -x "$VENV/bin/python" ]; then
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating Python venv at $VENV"
+        python3 -m venv "$VENV"
+    fi
+    say "installing Python packages from scripts/requirements.txt into $VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input \
+        --only-binary=:all: -r "$REQS"
+    # perf_analyzer must start (usage text), not die in the dynamic loader.
+    pa_out=$(VENV="$VENV" "$ROOT/scripts/perf_analyzer" --version 2>&1 || true)
+    case "$pa_out" in
+        *"error while loading shared libraries"*|*"not found"*)
+            die "perf_analyzer does not start: $pa_out" ;;
+    esac
+    printf '%s\n' "$want" > "$STAMP"
+fi
+
+# --- 3. ONNX Runtime for C ------------------------------------------------------------------------
+ort_header() {
+    [ -f "$ORT_HOME/include/onnxruntime_c_api.h" ] || [ -f "$ORT_HOME/include/onnxruntime/onnxruntime_c_api.h" ]
+}
+
+if [ "$ORT_HOME" != "$DEFAULT_ORT_HOME" ]; then
+    # A user-provided ONNX Runtime (e.g. an official release tarball): use it as it is.
+    ort_header || die "ORT_HOME=$ORT_HOME has no include/onnxruntime_c_api.h"
+    [ -e "$ORT_HOME/lib/libonnxruntime.so" ] || die "ORT_HOME=$ORT_HOME has no lib/libonnxruntime.so"
+    exit 0
+fi
+
+if [ ! -f "$ORT_HOME/include/onnxruntime_c_api.h" ]; then
+    say "fetching ONNX Runtime C headers (Debian trixie libonnxruntime-dev) into $ORT_HOME/include"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/etc" "$tmp/deb"
+    src_opts=""
+    [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] &&
+        src_opts="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+    echo "${TRIXIE_SOURCE/deb /deb $src_opts}" > "$tmp/etc/sources.list"
+    : > "$tmp/status"
+    apt_private=(-o "Dir::Etc::SourceList=$tmp/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
+                 -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+                 -o "Dir::State::Status=$tmp/status" -o Dir::Etc::Preferences=/dev/null
+                 -o Dir::Etc::PreferencesParts=/dev/null -o Debug::NoLocking=1
+                 -o APT::Sandbox::User=root)
+    apt-get "${apt_private[@]}" -qq update >/dev/null ||
+        die "apt-get update against Debian trixie failed"
+    (cd "$tmp/deb" && apt-get "${apt_private[@]}" -qq download libonnxruntime-dev >/dev/null) ||
+        die "apt-get download libonnxruntime-dev (trixie) failed"
+    dpkg -x "$tmp"/deb/libonnxruntime-dev_*.deb "$tmp/x"
+    mkdir -p "$ORT_HOME/include"
+    cp "$tmp"/x/usr/include/onnxruntime/*.h "$ORT_HOME/include/"
+    [ -f "$ORT_HOME/include/onnxruntime_c_api.h" ] || die "libonnxruntime-dev has no onnxruntime_c_api.h"
+fi
+
+# The library: the wheel's libonnxruntime.so.1.X.Y, copied (and refreshed when the wheel changes).
+lib_src=""
+for f in "$VENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.*; do
+    [ -f "$f" ] && lib_src=$f
+done
+[ -n "$lib_src" ] || die "no libonnxruntime.so.1.* in the venv's onnxruntime package"
+lib_name=$(basename "$lib_src")
+if ! cmp -s "$lib_src" "$ORT_HOME/lib/$lib_name" ||
+   [ "$(readlink "$ORT_HOME/lib/libonnxruntime.so.1" 2>/dev/null)" != "$lib_name" ] ||
+   [ "$(readlink "$ORT_HOME/lib/libonnxruntime.so" 2>/dev/null)" != libonnxruntime.so.1 ]; then
+    say "installing $lib_name into $ORT_HOME/lib"
+    mkdir -p "$ORT_HOME/lib"
+    for old in "$ORT_HOME"/lib/libonnxruntime.so.1.*; do
+        [ "$old" = "$ORT_HOME/lib/$lib_name" ] || rm -f "$old"
+    done
+    cp "$lib_src" "$ORT_HOME/lib/$lib_name.tmp"
+    mv -f "$ORT_HOME/lib/$lib_name.tmp" "$ORT_HOME/lib/$lib_name"
+    ln -sfn "$lib_name" "$ORT_HOME/lib/libonnxruntime.so.1"
+    ln -sfn libonnxruntime.so.1 "$ORT_HOME/lib/libonnxruntime.so"
+fi

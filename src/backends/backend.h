@@ -1,0 +1,69 @@
+/* backend.h - the backend interface: a small versioned vtable (like an nginx
+ * module or SQLite's vfs). New members are only appended, behind abi_version.
+ *
+ * A backend sees configs and tensors only, never HTTP, JSON, protobuf or the
+ * repository. Every function returns nr_status_t * (NULL = OK). Threads:
+ * autocomplete/model_load/instance_create/unload run on the loading thread;
+ * execute runs on the instance's own thread, one call at a time per instance.
+ */
+#ifndef NR_BACKEND_H
+#define NR_BACKEND_H
+
+#include "../common/status.h"
+#include "../config/model_config.h"
+#include "../core/tensor.h"
+
+#define NR_BACKEND_ABI_VERSION 1
+
+/* One request inside a batch, seen by the backend. */
+typedef struct {
+    const nr_tensor_t *inputs; /* [n_inputs], in config input order; data NULL = absent optional */
+    size_t n_inputs;
+    const uint32_t *want; /* config output indices this request asked for */
+    size_t n_want;
+    nr_tensor_t *outputs; /* [n_want]: the backend fills name, dtype, dims, data, size, hold */
+    uint64_t batch_size;  /* this request's batch (dims[0]); 1 when max_batch_size == 0 */
+    nr_status_t *status;  /* the backend sets this on a failure of this request alone */
+} nr_batch_item_t;
+
+typedef struct {
+    nr_batch_item_t **items;
+    size_t n;
+    uint64_t total_batch_size; /* sum of items' batch_size */
+    /* filled by execute (CLOCK_MONOTONIC ns) for statistics */
+    uint64_t input_end_ns; /* inputs gathered, run starting */
+    uint64_t infer_end_ns; /* run finished, outputs about to be scattered */
+} nr_batch_t;
+
+typedef struct {
+    const char *name;        /* "simple_0_0" */
+    int kind;                /* nr_instance_kind_t, resolved (never AUTO) */
+    int device_id;           /* GPU id for KIND_GPU, else 0 */
+    int intra_op_threads;    /* the server's choice for this instance (>= 1) */
+    const char *host_policy; /* policy name */
+} nr_instance_info_t;
+
+typedef struct nr_backend_s {
+    const char *name; /* "onnxruntime" */
+    int abi_version;
+    /* Fill inputs/outputs/max_batch_size (and dynamic_batching) from the model
+     * file when the config lacks them, as Triton's backend does. `model_path` is
+     * the default model file of the first version. May be NULL (no autocomplete). */
+    nr_status_t *(*model_autocomplete)(nr_model_config_t *cfg, const char *model_path);
+    /* Load one version: `model_path` is <repo>/<model>/<version>/<default_model_filename>. */
+    nr_status_t *(*model_load)(const nr_model_config_t *cfg, const char *model_dir,
+                               const char *model_path, void **model_state);
+    nr_status_t *(*instance_create)(void *model_state, const nr_instance_info_t *info,
+                                    void **inst_state);
+    /* Runs a batch. The return value is for a failure of the whole batch only
+     * (then every item fails with it). Outputs must be filled for each item
+     * whose status stays NULL. */
+    nr_status_t *(*execute)(void *inst_state, nr_batch_t *batch);
+    void (*instance_destroy)(void *inst_state);
+    void (*model_unload)(void *model_state);
+} nr_backend_t;
+
+/* registry.c: the static list of backends. */
+const nr_backend_t *nr_backend_find(const char *name);
+
+#endif

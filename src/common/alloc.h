@@ -1,0 +1,31 @@
+/* alloc.h - allocation wrappers. Small fixed-size allocations abort on OOM
+ * (as Redis and h2o do); sizes from the wire or a model are checked by the
+ * caller against limits.h with nr_mul_overflow/nr_add_overflow first.
+ */
+#ifndef NR_ALLOC_H
+#define NR_ALLOC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void *nr_malloc(size_t size);
+void *nr_calloc(size_t n, size_t size);
+void *nr_realloc(void *p, size_t size);
+char *nr_strdup(const char *s);
+char *nr_strndup(const char *s, size_t n);
+char *nr_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *nr_vasprintf(const char *fmt, va_list ap);
+
+/* true on overflow */
+static inline bool nr_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool nr_add_overflow(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_add_overflow(a, b, out);
+}
+
+#endif

@@ -1,0 +1,161 @@
+/* instance.c - instance threads: dequeue a batch, execute it on the backend
+ * with no lock held, record statistics, complete each request.
+ *
+ * The thread owns the batch's requests from dequeue until it calls their
+ * done() callbacks; after done() it never touches them again.
+ */
+#include "instance.h"
+
+#include "../common/alloc.h"
+#include "../common/log.h"
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nr_instance_s {
+    nr_model_t *model;
+    char *name;
+    void *state; /* backend instance state */
+    pthread_t thread;
+    bool started;
+    nr_req_t **reqs;       /* batch scratch, max_batch entries */
+    nr_batch_item_t **items;
+    size_t cap;
+};
+
+nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info, nr_instance_t **out)
+{
+    nr_instance_t *inst = nr_calloc(1, sizeof(*inst));
+    inst->model = m;
+    inst->name = nr_strdup(info->name);
+    inst->cap = m->cfg->max_batch_size > 0 ? (size_t)m->cfg->max_batch_size : 1;
+    inst->reqs = nr_calloc(inst->cap, sizeof(nr_req_t *));
+    inst->items = nr_calloc(inst->cap, sizeof(nr_batch_item_t *));
+    nr_status_t *st = m->backend->instance_create(m->backend_state, info, &inst->state);
+    if (st) {
+        free(inst->reqs);
+        free(inst->items);
+        free(inst->name);
+        free(inst);
+        return st;
+    }
+    *out = inst;
+    return NULL;
+}
+
+const char *nr_inst_name(const nr_instance_t *inst)
+{
+    return inst->name;
+}
+
+static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b, uint64_t t_exec,
+                   uint64_t t_end)
+{
+    nr_stats_t *s = &m->stats;
+    uint64_t in_ns = b->input_end_ns - t_exec, infer_ns = b->infer_end_ns - b->input_end_ns;
+    uint64_t out_ns = t_end - b->infer_end_ns;
+    bool any_ok = false;
+    for (size_t i = 0; i < n; i++) {
+        nr_req_t *r = reqs[i];
+        if (r->status) {
+            nr_stat_add(&s->fail, t_end - r->t_start_ns);
+            continue;
+        }
+        any_ok = true;
+        nr_stat_add(&s->success, t_end - r->t_start_ns);
+        nr_stat_add(&s->queue, t_exec - r->t_queue_ns);
+        nr_stat_add(&s->compute_input, in_ns);
+        nr_stat_add(&s->compute_infer, infer_ns);
+        nr_stat_add(&s->compute_output, out_ns);
+        atomic_fetch_add_explicit(&s->inference_count, r->batch_size, memory_order_relaxed);
+    }
+    if (!any_ok)
+        return;
+    atomic_fetch_add_explicit(&s->execution_count, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->last_inference_ms, nr_wall_ms(), memory_order_relaxed);
+    if (b->total_batch_size < s->n_batch) {
+        nr_stat_batch_t *bs = &s->batch[b->total_batch_size];
+        nr_stat_add(&bs->compute_input, in_ns);
+        nr_stat_add(&bs->compute_infer, infer_ns);
+        nr_stat_add(&bs->compute_output, out_ns);
+    }
+}
+
+static void run_batch(nr_instance_t *inst, size_t n)
+{
+    nr_model_t *m = inst->model;
+    nr_batch_t b = {.items = inst->items, .n = n};
+    uint64_t t_exec = nr_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        inst->reqs[i]->t_exec_ns = t_exec;
+        inst->reqs[i]->item.status = NULL;
+        inst->items[i] = &inst->reqs[i]->item;
+        b.total_batch_size += inst->reqs[i]->batch_size;
+    }
+    nr_status_t *st = m->backend->execute(inst->state, &b);
+    uint64_t t_end = nr_now_ns();
+    if (b.input_end_ns < t_exec || b.input_end_ns > t_end)
+        b.input_end_ns = t_exec;
+    if (b.infer_end_ns < b.input_end_ns || b.infer_end_ns > t_end)
+        b.infer_end_ns = t_end;
+    for (size_t i = 0; i < n; i++) {
+        nr_req_t *r = inst->reqs[i];
+        if (st)
+            r->status = nr_status_new(st->code, "%s", st->msg);
+        else
+            r->status = r->item.status;
+        r->item.status = NULL;
+        if (r->status) { /* never hand out partial outputs */
+            for (size_t k = 0; k < r->n_want; k++) {
+                nr_hold_unref(r->outputs[k].hold);
+                memset(&r->outputs[k], 0, sizeof(r->outputs[k]));
+            }
+        }
+        r->t_end_ns = t_end;
+    }
+    nr_status_free(st);
+    record(m, inst->reqs, n, &b, t_exec, t_end);
+    nr_sched_finished(m->sched, n);
+    for (size_t i = 0; i < n; i++)
+        inst->reqs[i]->done(inst->reqs[i], inst->reqs[i]->done_arg);
+}
+
+static void *inst_main(void *arg)
+{
+    nr_instance_t *inst = arg;
+    char tname[16];
+    snprintf(tname, sizeof(tname), "%s", inst->name);
+    pthread_setname_np(pthread_self(), tname);
+    for (;;) {
+        size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap);
+        if (n == 0)
+            break;
+        run_batch(inst, n);
+    }
+    return NULL;
+}
+
+void nr_inst_start(nr_instance_t *inst)
+{
+    if (pthread_create(&inst->thread, NULL, inst_main, inst) != 0) {
+        NR_LOG_ERROR("failed to start thread for instance %s", inst->name);
+        return;
+    }
+    inst->started = true;
+}
+
+void nr_inst_destroy(nr_instance_t *inst)
+{
+    if (!inst)
+        return;
+    if (inst->started)
+        pthread_join(inst->thread, NULL);
+    inst->model->backend->instance_destroy(inst->state);
+    free(inst->reqs);
+    free(inst->items);
+    free(inst->name);
+    free(inst);
+}

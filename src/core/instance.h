@@ -1,0 +1,18 @@
+/* instance.h - model instances: one thread each, named after the instance
+ * (e.g. "simple_0_0", truncated to 15 characters for the OS), taking batches
+ * from the model's queue and running them on the backend.
+ */
+#ifndef NR_INSTANCE_H
+#define NR_INSTANCE_H
+
+#include "model.h"
+
+NR_MUST_CHECK nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info,
+                                          nr_instance_t **out);
+/* Starts the thread; the instance then serves until the queue stops. */
+void nr_inst_start(nr_instance_t *inst);
+/* Joins the thread (call after nr_sched_stop) and destroys the backend state. */
+void nr_inst_destroy(nr_instance_t *inst);
+const char *nr_inst_name(const nr_instance_t *inst);
+
+#endif

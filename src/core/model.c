@@ -1,0 +1,137 @@
+/* model.c - loading one model version (backend state, instances, queue) and
+ * submitting requests to it. Load and unload run on the main thread; submit
+ * runs on frontend threads and takes only the queue lock.
+ */
+#include "model.h"
+
+#include "../common/alloc.h"
+#include "../common/log.h"
+#include "instance.h"
+#include "scheduler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const nr_model_config_t *sort_cfg; /* only used during load, main thread */
+
+static int cmp_output_name(const void *a, const void *b)
+{
+    return strcmp(sort_cfg->output[*(const uint32_t *)a].name,
+                  sort_cfg->output[*(const uint32_t *)b].name);
+}
+
+static void sort_outputs(nr_model_t *m)
+{
+    const nr_model_config_t *cfg = m->cfg;
+    m->outputs_by_name = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
+    for (size_t i = 0; i < cfg->n_output; i++)
+        m->outputs_by_name[i] = (uint32_t)i;
+    sort_cfg = cfg;
+    qsort(m->outputs_by_name, cfg->n_output, sizeof(uint32_t), cmp_output_name);
+    sort_cfg = NULL;
+}
+
+static size_t count_instances(const nr_model_config_t *cfg)
+{
+    size_t n = 0;
+    for (size_t g = 0; g < cfg->n_instance_group; g++) {
+        const nr_cfg_instance_group_t *ig = &cfg->instance_group[g];
+        size_t per = ig->count > 0 ? (size_t)ig->count : 1;
+        n += ig->kind == NR_KIND_GPU && ig->n_gpus ? per * ig->n_gpus : per;
+    }
+    return n;
+}
+
+static nr_status_t *create_instances(nr_model_t *m, int intra_op_threads)
+{
+    const nr_model_config_t *cfg = m->cfg;
+    m->instances = nr_calloc(count_instances(cfg) + 1, sizeof(nr_instance_t *));
+    for (size_t g = 0; g < cfg->n_instance_group; g++) {
+        const nr_cfg_instance_group_t *ig = &cfg->instance_group[g];
+        size_t ndev = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->n_gpus : 1;
+        for (size_t d = 0; d < ndev; d++) {
+            for (int32_t c = 0; c < (ig->count > 0 ? ig->count : 1); c++) {
+                char name[512];
+                snprintf(name, sizeof(name), "%s_%d", ig->name, c);
+                nr_instance_info_t info = {
+                    .name = name,
+                    .kind = ig->kind,
+                    .device_id = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0,
+                    .intra_op_threads = intra_op_threads,
+                    .host_policy = ig->host_policy && ig->host_policy[0]
+                                       ? ig->host_policy
+                                       : (ig->kind == NR_KIND_GPU ? "gpu" : "cpu"),
+                };
+                nr_instance_t *inst;
+                nr_status_t *st = nr_inst_create(m, &info, &inst);
+                if (st)
+                    return st;
+                NR_LOG_VERBOSE(1, "created instance %s on %s device %d for '%s' version %s",
+                               name, ig->kind == NR_KIND_GPU ? "GPU" : "CPU", info.device_id,
+                               m->name, m->version_str);
+                m->instances[m->n_instances++] = inst;
+                if (ig->passive) /* loaded but never scheduled */
+                    continue;
+            }
+        }
+    }
+    return NULL;
+}
+
+nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *model_path,
+                           int intra_op_threads)
+{
+    snprintf(m->version_str, sizeof(m->version_str), "%lld", (long long)m->version);
+    m->name = m->cfg->name;
+    sort_outputs(m);
+    nr_stats_init(&m->stats, m->cfg->max_batch_size > 0 ? (uint32_t)m->cfg->max_batch_size : 1);
+    nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
+    if (st)
+        return st;
+    st = create_instances(m, intra_op_threads);
+    if (st) {
+        for (size_t i = 0; i < m->n_instances; i++)
+            nr_inst_destroy(m->instances[i]);
+        m->n_instances = 0;
+        m->backend->model_unload(m->backend_state);
+        m->backend_state = NULL;
+        return st;
+    }
+    m->sched = nr_sched_create(m->cfg);
+    for (size_t i = 0; i < m->n_instances; i++)
+        nr_inst_start(m->instances[i]);
+    return NULL;
+}
+
+void nr_model_unload(nr_model_t *m)
+{
+    if (m->sched)
+        nr_sched_stop(m->sched);
+    for (size_t i = 0; i < m->n_instances; i++)
+        nr_inst_destroy(m->instances[i]);
+    free(m->instances);
+    m->instances = NULL;
+    m->n_instances = 0;
+    if (m->backend_state)
+        m->backend->model_unload(m->backend_state);
+    m->backend_state = NULL;
+    nr_sched_destroy(m->sched);
+    m->sched = NULL;
+    nr_stats_destroy(&m->stats);
+    free(m->outputs_by_name);
+    m->outputs_by_name = NULL;
+}
+
+nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
+{
+    nr_status_t *st = nr_req_validate(req);
+    if (st)
+        return st;
+    return nr_sched_enqueue(m->sched, req);
+}
+
+uint64_t nr_model_inflight(nr_model_t *m)
+{
+    return m->sched ? nr_sched_inflight(m->sched) : 0;
+}

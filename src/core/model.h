@@ -1,0 +1,53 @@
+/* model.h - one loaded version of one model: config, backend state, its
+ * instances and their queue, and statistics. Created and destroyed by the
+ * repository; with model-control-mode none a model lives until shutdown.
+ */
+#ifndef NR_MODEL_H
+#define NR_MODEL_H
+
+#include "../backends/backend.h"
+#include "../config/model_config.h"
+#include "request.h"
+#include "stats.h"
+
+typedef enum { NR_MODEL_LOADING, NR_MODEL_READY, NR_MODEL_UNAVAILABLE } nr_model_state_t;
+
+typedef struct nr_sched_s nr_sched_t;
+typedef struct nr_instance_s nr_instance_t;
+
+struct nr_model_s {
+    const char *name;              /* = cfg->name */
+    int64_t version;
+    char version_str[24];          /* "1" */
+    const nr_model_config_t *cfg;  /* shared by the versions of one model; immutable */
+    const nr_backend_t *backend;
+    void *backend_state;
+    nr_model_state_t state;
+    char *reason;                  /* why UNAVAILABLE ("Internal: ...") */
+    nr_instance_t **instances;
+    size_t n_instances;
+    nr_sched_t *sched;
+    nr_stats_t stats;
+    /* precomputed at load: per config output, sorted-by-name order */
+    uint32_t *outputs_by_name;
+};
+
+typedef struct {
+    int cpu_count;     /* cores available to the process */
+    int total_instances; /* over all models, for thread sizing */
+} nr_model_env_t;
+
+/* Loads a version: backend model_load, instances (threads named after them),
+ * scheduler. On failure returns the error; the caller marks it UNAVAILABLE. */
+NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
+                                         const char *model_path, int intra_op_threads);
+/* Stops instance threads (after the queue drains) and unloads the backend. */
+void nr_model_unload(nr_model_t *m);
+
+/* Validates `req` and queues it. On success the model owns the request until
+ * req->done runs. On failure returns the error (nothing queued, done not called). */
+NR_MUST_CHECK nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req);
+/* Requests queued or executing, for shutdown draining. */
+uint64_t nr_model_inflight(nr_model_t *m);
+
+#endif

@@ -1,0 +1,373 @@
+/* request.c - building and validating nr_req_t against its model's config,
+ * with Triton's error texts. Runs on the frontend thread that owns the request;
+ * touches no shared state.
+ */
+#include "request.h"
+
+#include "../common/alloc.h"
+#include "../common/buf.h"
+#include "model.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t nr_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t nr_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+nr_req_t *nr_req_new(nr_model_t *model)
+{
+    const nr_model_config_t *cfg = model->cfg;
+    nr_req_t *req = nr_calloc(1, sizeof(*req));
+    req->model = model;
+    req->inputs = nr_calloc(cfg->n_input ? cfg->n_input : 1, sizeof(nr_tensor_t));
+    req->present = nr_calloc(cfg->n_input ? cfg->n_input : 1, sizeof(bool));
+    req->want = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
+    req->outputs = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(nr_tensor_t));
+    req->t_start_ns = nr_now_ns();
+    return req;
+}
+
+void nr_req_set_id(nr_req_t *req, const char *id, size_t len)
+{
+    free(req->id);
+    req->id = len ? nr_strndup(id, len) : NULL;
+}
+
+nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    nr_status_t *st = nr_status_newv(code, fmt, ap);
+    va_end(ap);
+    return nr_status_prefix(st, "[request id: %s] ",
+                            req->id && req->id[0] ? req->id : "<id_unknown>");
+}
+
+int nr_req_input_index(const nr_req_t *req, const char *name, size_t len)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    for (size_t i = 0; i < cfg->n_input; i++)
+        if (strlen(cfg->input[i].name) == len && memcmp(cfg->input[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, nr_dtype_t dtype,
+                              const int64_t *dims, size_t ndim, const void *data, size_t size)
+{
+    if (ndim > NR_MAX_DIMS)
+        return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' has %zu dimensions, more than %d",
+                            (int)name_len, name, ndim, NR_MAX_DIMS);
+    int idx = nr_req_input_index(req, name, name_len);
+    if (idx >= 0 && req->present[idx])
+        return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
+                            (int)name_len, name);
+    for (size_t i = 0; i < req->n_extra; i++)
+        if (strlen(req->extra_names[i]) == name_len &&
+            memcmp(req->extra_names[i], name, name_len) == 0)
+            return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
+                                (int)name_len, name);
+    req->n_given++;
+    if (idx < 0) {
+        req->extra_names = nr_realloc(req->extra_names, (req->n_extra + 1) * sizeof(char *));
+        req->extra_names[req->n_extra++] = nr_strndup(name, name_len);
+        return NULL;
+    }
+    nr_tensor_t *t = &req->inputs[idx];
+    t->name = req->model->cfg->input[idx].name;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->dims, dims, ndim * sizeof(int64_t));
+    t->data = data;
+    t->size = size;
+    req->present[idx] = true;
+    return NULL;
+}
+
+nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, size_t name_len)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    for (size_t i = 0; i < cfg->n_output; i++) {
+        if (strlen(cfg->output[i].name) != name_len ||
+            memcmp(cfg->output[i].name, name, name_len) != 0)
+            continue;
+        for (size_t k = 0; k < req->n_want; k++)
+            if (req->want[k] == i)
+                return NULL;
+        req->want[req->n_want++] = (uint32_t)i;
+        return NULL;
+    }
+    return nr_status_new(NR_INVALID_ARG, "unexpected inference output '%.*s' for model '%s'",
+                         (int)name_len, name, cfg->name);
+}
+
+void nr_req_free(nr_req_t *req)
+{
+    if (req == NULL)
+        return;
+    for (size_t i = 0; i < req->n_want; i++)
+        nr_hold_unref(req->outputs[i].hold);
+    for (size_t i = 0; i < req->n_extra; i++)
+        free(req->extra_names[i]);
+    free(req->extra_names);
+    nr_status_free(req->status);
+    free(req->id);
+    free(req->inputs);
+    free(req->present);
+    free(req->want);
+    free(req->outputs);
+    free(req);
+}
+
+static void dims_str(nr_buf_t *b, const int64_t *dims, size_t ndim, bool batch_prefix)
+{
+    nr_buf_putc(b, '[');
+    if (batch_prefix)
+        nr_buf_puts(b, ndim ? "-1," : "-1");
+    for (size_t i = 0; i < ndim; i++) {
+        if (i)
+            nr_buf_putc(b, ',');
+        nr_buf_i64(b, dims[i]);
+    }
+    nr_buf_putc(b, ']');
+}
+
+/* Triton's "expected N inputs but got M inputs" text, with its quirks: the
+ * given names in reverse order, and "]" alone when nothing is missing. */
+static nr_status_t *input_count_error(nr_req_t *req)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    nr_buf_t got, missing;
+    nr_buf_init(&got);
+    nr_buf_init(&missing);
+    /* names in reverse order of arrival: extras were added after known ones
+     * only by coincidence, so rebuild from both lists */
+    nr_buf_putc(&got, '[');
+    bool first = true;
+    for (size_t i = req->n_extra; i-- > 0;) {
+        nr_buf_printf(&got, "%s'%s'", first ? "" : ",", req->extra_names[i]);
+        first = false;
+    }
+    for (size_t i = cfg->n_input; i-- > 0;) {
+        if (!req->present[i])
+            continue;
+        nr_buf_printf(&got, "%s'%s'", first ? "" : ",", cfg->input[i].name);
+        first = false;
+    }
+    nr_buf_putc(&got, ']');
+    nr_buf_putc(&missing, '[');
+    for (size_t i = 0; i < cfg->n_input; i++)
+        if (!req->present[i] && !cfg->input[i].optional)
+            nr_buf_printf(&missing, "'%s',", cfg->input[i].name);
+    missing.data[missing.len - 1] = ']';
+    size_t required = 0;
+    for (size_t i = 0; i < cfg->n_input; i++)
+        required += !cfg->input[i].optional;
+    nr_status_t *st = nr_req_error(
+        req, NR_INVALID_ARG,
+        "expected %zu inputs but got %zu inputs for model '%s'. Got input(s) %s, but missing "
+        "required input(s) %s. Please provide all required input(s).",
+        required, req->n_given, cfg->name, got.data, missing.data);
+    nr_buf_free(&got);
+    nr_buf_free(&missing);
+    return st;
+}
+
+static nr_status_t *shape_error(nr_req_t *req, size_t i)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    const nr_cfg_input_t *in = &cfg->input[i];
+    const nr_tensor_t *t = &req->inputs[i];
+    nr_buf_t exp, got;
+    nr_buf_init(&exp);
+    nr_buf_init(&got);
+    dims_str(&exp, in->dims.v, in->dims.n, cfg->max_batch_size > 0);
+    dims_str(&got, t->dims, t->ndim, false);
+    nr_status_t *st = nr_req_error(
+        req, NR_INVALID_ARG, "unexpected shape for input '%s' for model '%s'. Expected %s, got %s. %s",
+        in->name, cfg->name, exp.data, got.data,
+        cfg->max_batch_size > 0
+            ? "NOTE: Setting a non-zero max_batch_size in the model config requires a batch "
+              "dimension to be prepended to each input shape. If you want to specify the full "
+              "shape including the batch dim in your input dims config, try setting "
+              "max_batch_size to zero. See the model configuration docs for more info on "
+              "max_batch_size."
+            : "");
+    nr_buf_free(&exp);
+    nr_buf_free(&got);
+    return st;
+}
+
+static bool dims_match(const nr_cfg_input_t *in, const int64_t *dims, size_t ndim)
+{
+    const int64_t *cd = in->dims.v;
+    size_t cn = in->dims.n;
+    if (in->has_reshape && in->reshape.n == 0 && cn == 1 && cd[0] == 1 && ndim == 0)
+        return true;
+    if (cn != ndim)
+        return false;
+    for (size_t k = 0; k < cn; k++)
+        if (cd[k] != -1 && cd[k] != dims[k])
+            return false;
+    return true;
+}
+
+/* Byte size check: STRING tensors are validated element by element. */
+static nr_status_t *check_size(nr_req_t *req, size_t i)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    const nr_tensor_t *t = &req->inputs[i];
+    uint64_t count;
+    if (!nr_shape_count(t->dims, t->ndim, &count))
+        return nr_req_error(req, NR_INVALID_ARG, "input '%s' for model '%s' has an invalid shape",
+                            t->name, cfg->name);
+    if (t->dtype == NR_TYPE_STRING) {
+        const unsigned char *p = t->data;
+        size_t off = 0;
+        for (uint64_t e = 0; e < count; e++) {
+            if (t->size - off < 4)
+                return nr_req_error(req, NR_INVALID_ARG,
+                                    "element byte size indicator exceeds the end of the buffer "
+                                    "for input '%s' for model '%s'",
+                                    t->name, cfg->name);
+            uint32_t n = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 |
+                         (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+            off += 4;
+            if (t->size - off < n)
+                return nr_req_error(req, NR_INVALID_ARG,
+                                    "element byte size indicator exceeds the end of the buffer "
+                                    "for input '%s' for model '%s'",
+                                    t->name, cfg->name);
+            off += n;
+        }
+        if (off != t->size)
+            return nr_req_error(req, NR_INVALID_ARG,
+                                "expected %" PRIu64 " string elements for inference input '%s' "
+                                "for model '%s', got more",
+                                count, t->name, cfg->name);
+        return NULL;
+    }
+    uint64_t bytes;
+    if (__builtin_mul_overflow(count, (uint64_t)nr_dtype_size(t->dtype), &bytes) ||
+        bytes > NR_MAX_TENSOR_BYTES)
+        return nr_req_error(req, NR_INVALID_ARG, "input '%s' for model '%s' is too large",
+                            t->name, cfg->name);
+    if (bytes != t->size)
+        return nr_req_error(req, NR_INVALID_ARG,
+                            "input byte size mismatch for input '%s' for model '%s'. Expected %" PRIu64
+                            ", got %zu",
+                            t->name, cfg->name, bytes, t->size);
+    return NULL;
+}
+
+nr_status_t *nr_req_validate(nr_req_t *req)
+{
+    const nr_model_config_t *cfg = req->model->cfg;
+    size_t given_known = 0, required = 0;
+    for (size_t i = 0; i < cfg->n_input; i++) {
+        given_known += req->present[i];
+        required += !cfg->input[i].optional;
+    }
+    bool missing = false;
+    for (size_t i = 0; i < cfg->n_input; i++)
+        missing |= !req->present[i] && !cfg->input[i].optional;
+    if (req->n_extra || missing)
+        return input_count_error(req);
+    (void)given_known;
+    (void)required;
+
+    /* batch size: the first dim of every input must agree */
+    req->batch_size = 1;
+    bool have_batch = false;
+    for (size_t i = 0; i < cfg->n_input; i++) {
+        if (!req->present[i])
+            continue;
+        const nr_tensor_t *t = &req->inputs[i];
+        if (cfg->max_batch_size > 0) {
+            if (t->ndim == 0)
+                return nr_req_error(req, NR_INVALID_ARG,
+                                    "input '%s' has no shape but model requires batch dimension "
+                                    "for '%s'",
+                                    t->name, cfg->name);
+            if (!have_batch) {
+                if (t->dims[0] < 0 || (uint64_t)t->dims[0] > (uint64_t)cfg->max_batch_size)
+                    return nr_req_error(req, NR_INVALID_ARG,
+                                        "inference request batch-size must be <= %d for '%s'",
+                                        cfg->max_batch_size, cfg->name);
+                req->batch_size = (uint64_t)t->dims[0];
+                have_batch = true;
+            } else if ((uint64_t)t->dims[0] != req->batch_size) {
+                return nr_req_error(req, NR_INVALID_ARG,
+                                    "input '%s' batch size does not match other inputs for '%s'",
+                                    t->name, cfg->name);
+            }
+        }
+    }
+    for (size_t i = 0; i < cfg->n_input; i++) {
+        if (!req->present[i])
+            continue;
+        const nr_tensor_t *t = &req->inputs[i];
+        const nr_cfg_input_t *in = &cfg->input[i];
+        if (have_batch && req->batch_size == 0 && nr_dtype_size(in->data_type) > 0) {
+            /* Triton sizes an empty batch as a batch of one and reports the mismatch */
+            uint64_t per = nr_dtype_size(in->data_type), c;
+            if (!nr_shape_count(t->dims + 1, t->ndim - 1, &c) || __builtin_mul_overflow(c, per, &per))
+                per = 0;
+            return nr_req_error(req, NR_INVALID_ARG,
+                                "input byte size mismatch for input '%s' for model '%s'. Expected %" PRIu64
+                                ", got %zu",
+                                t->name, cfg->name, per, t->size);
+        }
+        if (t->dtype != in->data_type)
+            return nr_req_error(req, NR_INVALID_ARG,
+                                "inference input '%s' data-type is '%s', but model '%s' expects '%s'",
+                                t->name, nr_dtype_kserve_name(t->dtype), cfg->name,
+                                nr_dtype_kserve_name(in->data_type));
+        size_t skip = cfg->max_batch_size > 0 ? 1 : 0;
+        if (!dims_match(in, t->dims + skip, t->ndim - skip))
+            return shape_error(req, i);
+        nr_status_t *st = check_size(req, i);
+        if (st)
+            return st;
+    }
+    if (req->n_want == 0) {
+        for (size_t i = 0; i < cfg->n_output; i++)
+            req->want[i] = req->model->outputs_by_name[i];
+        req->n_want = cfg->n_output;
+    } else {
+        /* report in Triton's order: sorted by output name */
+        uint32_t sorted[cfg->n_output];
+        size_t n = 0;
+        for (size_t k = 0; k < cfg->n_output; k++) {
+            uint32_t o = req->model->outputs_by_name[k];
+            for (size_t j = 0; j < req->n_want; j++)
+                if (req->want[j] == o) {
+                    sorted[n++] = o;
+                    break;
+                }
+        }
+        memcpy(req->want, sorted, n * sizeof(uint32_t));
+    }
+    req->item.inputs = req->inputs;
+    req->item.n_inputs = cfg->n_input;
+    req->item.want = req->want;
+    req->item.n_want = req->n_want;
+    req->item.outputs = req->outputs;
+    req->item.batch_size = req->batch_size;
+    req->item.status = NULL;
+    return NULL;
+}

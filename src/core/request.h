@@ -1,0 +1,76 @@
+/* request.h - an inference request as the core sees it (nr_req_t).
+ *
+ * Life of a request (one owner at a time):
+ *   frontend: nr_req_new -> nr_req_add_input / nr_req_add_output -> nr_model_submit
+ *   core:     validates, queues, an instance thread executes its batch, then
+ *             calls req->done(req, arg) exactly once, from the instance thread
+ *             (or from the submitting thread when submit fails early: then
+ *             nr_model_submit returns the error and done is NOT called)
+ *   frontend: reads req->status / outputs, encodes the reply, nr_req_free.
+ * Input bytes are borrowed views: they must stay valid until done() runs.
+ */
+#ifndef NR_REQUEST_H
+#define NR_REQUEST_H
+
+#include "../backends/backend.h"
+#include "tensor.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct nr_model_s nr_model_t;
+typedef struct nr_req_s nr_req_t;
+typedef void (*nr_req_done_fn)(nr_req_t *req, void *arg);
+
+struct nr_req_s {
+    nr_model_t *model; /* borrowed; models live until the server stops */
+    char *id;          /* owned; NULL or "" = no id */
+    /* Inputs in config order; `present[i]` says whether the request gave it. */
+    nr_tensor_t *inputs;
+    bool *present;
+    size_t n_given; /* inputs the request named, duplicates and unknown ones included */
+    char **extra_names; size_t n_extra; /* unknown input names (owned), for the error text */
+    /* Requested outputs as config indices, in the order they are reported
+     * (Triton: sorted by output name). Empty at submit = all outputs. */
+    uint32_t *want;
+    size_t n_want;
+    nr_tensor_t *outputs; /* [n_want], filled by the backend */
+    nr_batch_item_t item; /* the backend's view of this request */
+    uint64_t batch_size;
+    uint32_t priority;
+    uint64_t timeout_us;
+    /* CLOCK_MONOTONIC ns */
+    uint64_t t_start_ns, t_queue_ns, t_exec_ns, t_input_end_ns, t_infer_end_ns, t_end_ns;
+    nr_status_t *status; /* result once done() runs; owned by the request */
+    nr_req_done_fn done;
+    void *done_arg;
+    void *frontend; /* frontend's per-request state (not touched by core) */
+    nr_req_t *next; /* queue link, owned by the scheduler while queued */
+};
+
+nr_req_t *nr_req_new(nr_model_t *model);
+/* Borrows name/data; dims copied. Fails (Triton's texts) for a duplicate input
+ * ("input 'X' already exists in request") or too many dims. An unknown name is
+ * remembered and reported by nr_model_submit's validation, as Triton does. */
+NR_MUST_CHECK nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len,
+                                            nr_dtype_t dtype, const int64_t *dims, size_t ndim,
+                                            const void *data, size_t size);
+/* Unknown output -> "unexpected inference output 'X' for model 'm'". A name
+ * given twice is reported once. */
+NR_MUST_CHECK nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, size_t name_len);
+void nr_req_set_id(nr_req_t *req, const char *id, size_t len);
+/* Config index of the input named so, or -1. */
+int nr_req_input_index(const nr_req_t *req, const char *name, size_t len);
+/* "[request id: <id>] " / "[request id: <id_unknown>] " prefix Triton puts on core errors. */
+nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void nr_req_free(nr_req_t *req); /* releases output holds too */
+
+/* Validation of the request against its model (inputs present, dtypes, shapes,
+ * byte sizes, batch size); called by nr_model_submit. */
+NR_MUST_CHECK nr_status_t *nr_req_validate(nr_req_t *req);
+
+uint64_t nr_now_ns(void); /* CLOCK_MONOTONIC */
+uint64_t nr_wall_ms(void); /* CLOCK_REALTIME ms, for last_inference */
+
+#endif

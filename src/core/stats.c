@@ -1,0 +1,56 @@
+/* stats.c - statistics counters: init, snapshot for readers. */
+#include "stats.h"
+
+#include "../common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void nr_stats_init(nr_stats_t *s, uint32_t max_batch_size)
+{
+    memset(s, 0, sizeof(*s));
+    s->n_batch = max_batch_size + 1;
+    s->batch = nr_calloc(s->n_batch, sizeof(nr_stat_batch_t));
+}
+
+void nr_stats_destroy(nr_stats_t *s)
+{
+    free(s->batch);
+    s->batch = NULL;
+}
+
+static nr_dur_snap_t snap(const nr_stat_dur_t *d)
+{
+    nr_dur_snap_t r = {atomic_load_explicit(&d->count, memory_order_relaxed),
+                       atomic_load_explicit(&d->ns, memory_order_relaxed)};
+    return r;
+}
+
+void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->last_inference_ms = atomic_load_explicit(&s->last_inference_ms, memory_order_relaxed);
+    o->inference_count = atomic_load_explicit(&s->inference_count, memory_order_relaxed);
+    o->execution_count = atomic_load_explicit(&s->execution_count, memory_order_relaxed);
+    o->success = snap(&s->success);
+    o->fail = snap(&s->fail);
+    o->queue = snap(&s->queue);
+    o->compute_input = snap(&s->compute_input);
+    o->compute_infer = snap(&s->compute_infer);
+    o->compute_output = snap(&s->compute_output);
+    o->cache_hit = snap(&s->cache_hit);
+    o->cache_miss = snap(&s->cache_miss);
+    o->batch = nr_calloc(s->n_batch, sizeof(nr_batch_snap_t));
+    for (uint32_t b = 0; b < s->n_batch; b++) {
+        nr_batch_snap_t bs = {b, snap(&s->batch[b].compute_input), snap(&s->batch[b].compute_infer),
+                              snap(&s->batch[b].compute_output)};
+        if (bs.compute_infer.count)
+            o->batch[o->n_batch++] = bs;
+    }
+}
+
+void nr_stats_snap_free(nr_stats_snap_t *snap)
+{
+    free(snap->batch);
+    snap->batch = NULL;
+}

@@ -1,0 +1,35 @@
+/* http_server.h - the KServe v2 HTTP/REST frontend with Triton's extensions
+ * (binary tensors, compression, model config, statistics, repository index).
+ * Started by main() after every model finished loading.
+ */
+#ifndef NR_HTTP_SERVER_H
+#define NR_HTTP_SERVER_H
+
+#include "../../common/status.h"
+#include "../../core/repository.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *address;     /* --http-address, "0.0.0.0" */
+    int port;                /* --http-port, 8000 */
+    int thread_count;        /* --http-thread-count, 8 */
+    uint64_t max_input_size; /* --http-max-input-size, 64 MiB */
+    const char *server_id;   /* --id, "triton" */
+    const char *server_version;
+    bool strict_readiness;   /* --strict-readiness */
+} nr_http_options_t;
+
+typedef struct nr_http_server_s nr_http_server_t;
+
+/* Binds and starts serving; the repository must outlive the server. */
+NR_MUST_CHECK nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo,
+                                         nr_http_server_t **out);
+/* Stops accepting new connections and makes readiness answer "not ready";
+ * requests already received still complete. */
+void nr_http_quiesce(nr_http_server_t *srv);
+/* Stops everything and frees the server. */
+void nr_http_stop(nr_http_server_t *srv);
+
+#endif

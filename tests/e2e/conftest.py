@@ -1,0 +1,231 @@
+"""Fixtures for the end-to-end suite: test model repositories and real nereid servers.
+
+The server binary is build/bin/nereid, or $NEREID_BIN. Each server runs on a free port bound to
+127.0.0.1, writes its console (stdout and stderr) to a log file, and is stopped with SIGTERM at
+teardown, where its exit code is checked (0 unless the test says otherwise).
+
+    NEREID_BIN=build/bin/nereid .venv/bin/python -m pytest -q tests/e2e
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import e2e_util
+import models
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 60     # until /v2/health/live answers
+STOP_TIMEOUT_S = 60      # after SIGTERM/SIGINT
+
+
+def nereid_bin():
+    return Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid")
+
+
+def require_binary():
+    path = nereid_bin()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(f"nereid binary not found or not executable: {path}\n"
+                    "Build it with `make` (build/bin/nereid) or point NEREID_BIN at it.",
+                    pytrace=False)
+    return path
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@lru_cache(maxsize=1)
+def help_text():
+    """`nereid --help` output (both streams), used to learn which optional flags exist."""
+    try:
+        p = subprocess.run([str(require_binary()), "--help"], capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return ""
+    return (p.stdout + p.stderr).decode("utf-8", "replace")
+
+
+def side_port_args():
+    """Free ports for the gRPC and metrics endpoints when this build has them, so that servers
+    started side by side never fight over 8001/8002."""
+    out = []
+    for flag in ("--grpc-port", "--metrics-port"):
+        if flag in help_text():
+            out.append(f"{flag}={free_port()}")
+    return out
+
+
+def run_cli(args, timeout=60):
+    """Runs nereid to completion (for flags that make it exit). Returns CompletedProcess."""
+    return subprocess.run([str(require_binary())] + list(args), capture_output=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+class NereidServer:
+    """A running nereid. `url` is what tritonclient wants ("127.0.0.1:<port>")."""
+
+    def __init__(self, repos, args, log_path, port=None, extra_ports=True):
+        self.binary = require_binary()
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.url = f"{self.host}:{self.port}"
+        self.log_path = Path(log_path)
+        self.argv = [str(self.binary)]
+        self.argv += [f"--model-repository={r}" for r in repos]
+        self.argv += [f"--http-port={self.port}", f"--http-address={self.host}"]
+        if extra_ports:
+            self.argv += side_port_args()
+        self.argv += list(args)
+        self.proc = None
+        self.returncode = None
+
+    def start(self):
+        self._logf = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.argv, stdout=self._logf, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=ROOT)
+        return self
+
+    @property
+    def log(self):
+        """Everything the server printed so far (stdout and stderr merged)."""
+        try:
+            return self.log_path.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines=120):
+        return "\n".join(self.log.splitlines()[-lines:])
+
+    def describe(self):
+        return f"$ {' '.join(self.argv)}\n--- server console (last lines) ---\n{self.log_tail()}"
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_live(self, timeout=START_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self.returncode = rc
+                pytest.fail(f"nereid exited with code {rc} before /v2/health/live answered\n"
+                            + self.describe(), pytrace=False)
+            try:
+                if e2e_util.get(self.port, "/v2/health/live").status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        pytest.fail(f"nereid did not answer /v2/health/live within {timeout} s\n" + self.describe(),
+                    pytrace=False)
+
+    def wait_exit(self, timeout=STOP_TIMEOUT_S):
+        """Waits for the process to end by itself; returns its exit code (None on timeout)."""
+        try:
+            self.returncode = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._logf.close()
+        return self.returncode
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT_S):
+        """Sends `sig` and waits; returns the exit code. Kills and fails after `timeout`."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            rc = self.wait_exit(timeout)
+            if rc is None:
+                self.kill()
+                pytest.fail(f"nereid still running {timeout} s after signal {sig}\n"
+                            + self.describe(), pytrace=False)
+        self.returncode = self.proc.wait()
+        self._logf.close()
+        return self.returncode
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if not self._logf.closed:
+            self._logf.close()
+
+
+@contextmanager
+def running_server(repos, args=(), *, log_dir, name="nereid", expect_rc=0, wait=True):
+    """Starts nereid, waits until it is live, yields it; at exit stops it with SIGTERM (unless the
+    test already stopped it) and checks the exit code against `expect_rc` (None: not checked)."""
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    srv = NereidServer(repos, args, log_dir / f"{name}.log")
+    srv.start()
+    try:
+        if wait:
+            srv.wait_live()
+        yield srv
+    except BaseException:
+        srv.kill()
+        raise
+    rc = srv.stop() if srv.returncode is None else srv.returncode
+    if expect_rc is not None and rc != expect_rc:
+        pytest.fail(f"nereid exited with code {rc}, expected {expect_rc}\n" + srv.describe(),
+                    pytrace=False)
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def repos(tmp_path_factory):
+    """{repository name: Path} for every repository in models.REPOS, built once per session."""
+    return models.build_all(tmp_path_factory.mktemp("repos"))
+
+
+@pytest.fixture(scope="module")
+def main_server(repos, tmp_path_factory):
+    """The full test repository (plus the per-datatype models in a second --model-repository),
+    with --exit-on-error=false because `broken` fails to load. One per test module."""
+    log_dir = tmp_path_factory.mktemp("main_server")
+    with running_server([repos["repo"], repos["repo_dtypes"]], ["--exit-on-error=false"],
+                        log_dir=log_dir, name="main") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def small_server(repos, tmp_path_factory):
+    """Only good models (simple, identity_fp32, identity_bytes, order_test), default flags."""
+    log_dir = tmp_path_factory.mktemp("small_server")
+    with running_server([repos["repo_small"]], [], log_dir=log_dir, name="small") as srv:
+        yield srv
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    """start(repos, args, expect_rc=0, wait=True, name=...) -> NereidServer; every server it
+    started is stopped at teardown and its exit code checked."""
+    stack = []
+
+    def start(repo_paths, args=(), *, expect_rc=0, wait=True, name=None):
+        cm = running_server(repo_paths, args, log_dir=tmp_path,
+                            name=name or f"srv{len(stack)}", expect_rc=expect_rc, wait=wait)
+        srv = cm.__enter__()
+        stack.append(cm)
+        return srv
+
+    yield start
+    errors = []
+    for cm in reversed(stack):
+        try:
+            cm.__exit__(None, None, None)
+        except BaseException as e:  # keep stopping the others
+            errors.append(e)
+    if errors:
+        raise errors[0]

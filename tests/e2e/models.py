@@ -1,0 +1,253 @@
+"""Test model repositories for the end-to-end suite.
+
+Every ONNX model is IR 8 / opset 13 with a symbolic batch dimension `batch` (and `n` where the
+config says -1), exactly as the models behind the recorded Triton 2.51 answers
+(spec/triton-answers/README.md, "Servers and model repositories").
+
+    python tests/e2e/models.py OUTDIR      # writes every repository below OUTDIR
+
+Repositories (see REPOS):
+  repo          the recorded "main server" repository: simple, identity_fp32, simple_noconfig,
+                identity_bytes, add_fp16, two_versions, dyn_batch, broken, order_test
+  repo_dtypes   one identity model per datatype: identity_<bool|uint8|...|bf16>
+  repo_small    the recorded "second server": simple, identity_fp32, identity_bytes, order_test
+  repo_strict   simple + simple_noconfig (no config.pbtxt)
+  repo_broken   simple + broken
+  repo_badcfg   simple + bad_config (config.pbtxt that does not parse)
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+IR_VERSION = 8
+OPSET = 13
+
+# (KServe name, config enum, ONNX element type, numpy dtype used on the client side).
+# BF16 has no numpy dtype; the client sends float32 values and the wire carries their top half.
+DTYPES = [
+    ("BOOL", "TYPE_BOOL", TensorProto.BOOL, np.bool_),
+    ("UINT8", "TYPE_UINT8", TensorProto.UINT8, np.uint8),
+    ("UINT16", "TYPE_UINT16", TensorProto.UINT16, np.uint16),
+    ("UINT32", "TYPE_UINT32", TensorProto.UINT32, np.uint32),
+    ("UINT64", "TYPE_UINT64", TensorProto.UINT64, np.uint64),
+    ("INT8", "TYPE_INT8", TensorProto.INT8, np.int8),
+    ("INT16", "TYPE_INT16", TensorProto.INT16, np.int16),
+    ("INT32", "TYPE_INT32", TensorProto.INT32, np.int32),
+    ("INT64", "TYPE_INT64", TensorProto.INT64, np.int64),
+    ("FP16", "TYPE_FP16", TensorProto.FLOAT16, np.float16),
+    ("FP32", "TYPE_FP32", TensorProto.FLOAT, np.float32),
+    ("FP64", "TYPE_FP64", TensorProto.DOUBLE, np.float64),
+    ("BF16", "TYPE_BF16", TensorProto.BFLOAT16, np.float32),
+]
+
+
+def dtype_model_name(kserve):
+    """identity_fp32 is the recorded model; every other datatype gets identity_<lower>."""
+    return "identity_" + kserve.lower()
+
+
+DTYPE_MODELS = {dtype_model_name(k): (k, enum, onnx_t, np_t) for k, enum, onnx_t, np_t in DTYPES}
+
+BROKEN_BYTES = b"this is not an onnx model \x00\x01\x02\xff garbage bytes\n" * 4
+assert len(BROKEN_BYTES) == 180
+
+
+# ----------------------------------------------------------------------------- graphs
+
+def _vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _save(graph, path):
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="nereid-e2e")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+def graph_simple():
+    """INT32 INPUT0, INPUT1 [batch,16] -> OUTPUT0 = sum, OUTPUT1 = difference."""
+    shape = ["batch", 16]
+    return helper.make_graph(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+         helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])],
+        "simple",
+        [_vi("INPUT0", TensorProto.INT32, shape), _vi("INPUT1", TensorProto.INT32, shape)],
+        [_vi("OUTPUT0", TensorProto.INT32, shape), _vi("OUTPUT1", TensorProto.INT32, shape)])
+
+
+def graph_identity(elem, double=False):
+    """INPUT0 [batch,n] -> OUTPUT0 = INPUT0 (or INPUT0 + INPUT0 when double=True)."""
+    shape = ["batch", "n"]
+    node = (helper.make_node("Add", ["INPUT0", "INPUT0"], ["OUTPUT0"]) if double
+            else helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"]))
+    return helper.make_graph([node], "identity", [_vi("INPUT0", elem, shape)],
+                             [_vi("OUTPUT0", elem, shape)])
+
+
+def graph_add_fp16():
+    """FP16 INPUT0 + INPUT1, shape [4], no batch dimension."""
+    return helper.make_graph(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"])],
+        "add_fp16",
+        [_vi("INPUT0", TensorProto.FLOAT16, [4]), _vi("INPUT1", TensorProto.FLOAT16, [4])],
+        [_vi("OUTPUT0", TensorProto.FLOAT16, [4])])
+
+
+def graph_order_test():
+    """One FP32 input; graph outputs ZZZ = Identity, AAA = Neg, MMM = Abs, in that order."""
+    shape = ["batch", "n"]
+    return helper.make_graph(
+        [helper.make_node("Identity", ["INPUT0"], ["ZZZ"]),
+         helper.make_node("Neg", ["INPUT0"], ["AAA"]),
+         helper.make_node("Abs", ["INPUT0"], ["MMM"])],
+        "order_test",
+        [_vi("INPUT0", TensorProto.FLOAT, shape)],
+        [_vi("ZZZ", TensorProto.FLOAT, shape), _vi("AAA", TensorProto.FLOAT, shape),
+         _vi("MMM", TensorProto.FLOAT, shape)])
+
+
+# ----------------------------------------------------------------------------- configs
+
+CONFIG_SIMPLE = """name: "simple"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+"""
+
+
+def config_identity(name, type_enum="TYPE_FP32", extra=""):
+    return (f'name: "{name}"\n'
+            'backend: "onnxruntime"\n'
+            'max_batch_size: 8\n'
+            f'input [ {{ name: "INPUT0" data_type: {type_enum} dims: [ -1 ] }} ]\n'
+            f'output [ {{ name: "OUTPUT0" data_type: {type_enum} dims: [ -1 ] }} ]\n'
+            'instance_group [ { kind: KIND_CPU, count: 1 } ]\n' + extra)
+
+
+CONFIG_ADD_FP16 = """name: "add_fp16"
+backend: "onnxruntime"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP16 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP16 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP16 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+"""
+
+# dyn_batch: identity_fp32's config plus a dynamic batcher and two instances (README).
+CONFIG_DYN_BATCH = """name: "dyn_batch"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100 }
+instance_group [ { count: 2, kind: KIND_CPU } ]
+"""
+
+CONFIG_ORDER_TEST = """name: "order_test"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "MMM" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "ZZZ" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "AAA" data_type: TYPE_FP32 dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+"""
+
+# A config.pbtxt that does not parse (unterminated list, unknown enum value).
+CONFIG_BAD = """name: "bad_config"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_NOT_A_TYPE dims: [ -1 ] }
+"""
+
+
+# ----------------------------------------------------------------------------- writers
+
+def _write(path, text_or_bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text_or_bytes, bytes):
+        path.write_bytes(text_or_bytes)
+    else:
+        path.write_text(text_or_bytes)
+
+
+def write_model(repo, name):
+    """Writes model `name` (directory, config.pbtxt, version dirs) into `repo`."""
+    d = Path(repo) / name
+    if name == "simple":
+        _write(d / "config.pbtxt", CONFIG_SIMPLE)
+        _save(graph_simple(), d / "1" / "model.onnx")
+    elif name == "simple_noconfig":
+        _save(graph_simple(), d / "1" / "model.onnx")  # no config.pbtxt: auto-complete
+    elif name == "identity_fp32":
+        _write(d / "config.pbtxt", config_identity("identity_fp32"))
+        _save(graph_identity(TensorProto.FLOAT), d / "1" / "model.onnx")
+    elif name == "identity_bytes":
+        _write(d / "config.pbtxt", config_identity("identity_bytes", "TYPE_STRING"))
+        _save(graph_identity(TensorProto.STRING), d / "1" / "model.onnx")
+    elif name == "add_fp16":
+        _write(d / "config.pbtxt", CONFIG_ADD_FP16)
+        _save(graph_add_fp16(), d / "1" / "model.onnx")
+    elif name == "two_versions":
+        _write(d / "config.pbtxt",
+               config_identity("two_versions", extra="version_policy: { all {} }\n"))
+        _save(graph_identity(TensorProto.FLOAT), d / "1" / "model.onnx")
+        _save(graph_identity(TensorProto.FLOAT, double=True), d / "2" / "model.onnx")
+    elif name == "dyn_batch":
+        _write(d / "config.pbtxt", CONFIG_DYN_BATCH)
+        _save(graph_identity(TensorProto.FLOAT), d / "1" / "model.onnx")
+    elif name == "broken":
+        _write(d / "config.pbtxt", config_identity("broken"))
+        _write(d / "1" / "model.onnx", BROKEN_BYTES)
+    elif name == "order_test":
+        _write(d / "config.pbtxt", CONFIG_ORDER_TEST)
+        _save(graph_order_test(), d / "1" / "model.onnx")
+    elif name == "bad_config":
+        _write(d / "config.pbtxt", CONFIG_BAD)
+        _save(graph_identity(TensorProto.FLOAT), d / "1" / "model.onnx")
+    elif name in DTYPE_MODELS:
+        _, enum, onnx_t, _ = DTYPE_MODELS[name]
+        _write(d / "config.pbtxt", config_identity(name, enum))
+        _save(graph_identity(onnx_t), d / "1" / "model.onnx")
+    else:
+        raise KeyError(f"unknown test model {name!r}")
+    return d
+
+
+MAIN_MODELS = ["add_fp16", "broken", "dyn_batch", "identity_bytes", "identity_fp32", "order_test",
+               "simple", "simple_noconfig", "two_versions"]
+DTYPE_REPO_MODELS = [n for n in DTYPE_MODELS if n != "identity_fp32"]
+
+REPOS = {
+    "repo": MAIN_MODELS,
+    "repo_dtypes": DTYPE_REPO_MODELS,
+    "repo_small": ["identity_bytes", "identity_fp32", "order_test", "simple"],
+    "repo_strict": ["simple", "simple_noconfig"],
+    "repo_broken": ["broken", "simple"],
+    "repo_badcfg": ["bad_config", "simple"],
+}
+
+
+def build_all(root):
+    """Writes every repository in REPOS below `root`; returns {repo name: Path}."""
+    root = Path(root)
+    out = {}
+    for repo, names in REPOS.items():
+        for name in names:
+            write_model(root / repo, name)
+        out[repo] = root / repo
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: {sys.argv[0]} OUTDIR")
+    for repo, path in build_all(sys.argv[1]).items():
+        print(f"{repo}: {path} ({', '.join(sorted(os.listdir(path)))})")
