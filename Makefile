@@ -9,7 +9,7 @@ PY       := $(VENV)/bin/python
 BUILD    ?= build
 CC       ?= cc
 
-PKGS     := libmicrohttpd jansson zlib
+PKGS     := libmicrohttpd zlib
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
             -pthread -MMD -MP -I$(ORT_HOME)/include -I$(ORT_HOME)/include/onnxruntime
@@ -51,8 +51,18 @@ models: setup
 run: setup all models
 	$(BUILD)/bin/nereid --model-repository=$(CURDIR)/examples/model_repository
 
+# Each test binary ends with "<name>: N passed, N failed"; the last line sums them.
 unit: $(UNIT_BIN) models
-	@set -e; for t in $(UNIT_BIN); do $$t; done
+	@$(PY) tests/unit/gen_test_models.py tests/unit/models >/dev/null
+	@pass=0; fail=0; for t in $(UNIT_BIN); do \
+	    $$t > $(BUILD)/tests/last.log 2>&1; rc=$$?; cat $(BUILD)/tests/last.log; \
+	    line=$$(tail -n 1 $(BUILD)/tests/last.log); \
+	    p=$$(echo "$$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p'); \
+	    f=$$(echo "$$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p'); \
+	    if [ -z "$$p" ]; then p=0; f=1; echo "$$t crashed (exit $$rc)"; fi; \
+	    if [ $$rc -ne 0 ] && [ "$$f" = 0 ]; then f=1; fi; \
+	    pass=$$((pass + p)); fail=$$((fail + f)); done; \
+	echo "unit: $$pass passed, $$fail failed"; test $$fail -eq 0
 
 e2e: all models
 	NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid $(PY) -m pytest -q tests/e2e
@@ -63,10 +73,14 @@ test: setup
 	$(MAKE) unit
 	$(MAKE) e2e
 
-bench: setup all models
+bench: setup all models $(BUILD)/bin/bench-ort-direct
 	$(PY) bench/run.py
 
 clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d
+
+$(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)

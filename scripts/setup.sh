@@ -15,7 +15,7 @@ ORT_HOME=${ORT_HOME:-$DEFAULT_ORT_HOME}
 VENV=${VENV:-$ROOT/.venv}
 REQS="$ROOT/scripts/requirements.txt"
 
-APT_PKGS=(build-essential pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libnuma-dev libb64-0d
+APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates)
 TRIXIE_SOURCE="deb http://deb.debian.org/debian trixie main"
 

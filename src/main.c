@@ -96,6 +96,25 @@ static void bad_value(const char *flag, const char *v)
     exit(2);
 }
 
+static const char *const known_flags[] = {
+    "model-repository", "model-store", "http-port", "http-address", "http-thread-count",
+    "http-max-input-size", "allow-http", "disable-auto-complete-config", "strict-model-config",
+    "model-config-name", "exit-on-error", "strict-readiness", "exit-timeout-secs",
+    "model-control-mode", "id", "log-verbose", "log-info", "log-warning", "log-error",
+    "log-format", "log-file", "allow-grpc", "allow-metrics", "allow-gpu-metrics",
+    "allow-cpu-metrics", "grpc-port", "metrics-port", "grpc-address", "metrics-address",
+    "backend-directory", "repository-poll-secs", "cache-directory", "host-policy", "load-model",
+    "help",
+};
+
+static bool is_known(const char *name)
+{
+    for (size_t i = 0; i < sizeof(known_flags) / sizeof(known_flags[0]); i++)
+        if (!strcmp(name, known_flags[i]))
+            return true;
+    return false;
+}
+
 /* Flags that take no value. */
 static bool is_flag_only(const char *name)
 {
@@ -238,6 +257,10 @@ static void parse_args(int argc, char **argv, opts_t *o)
         }
         memcpy(name, a, nl);
         name[nl] = '\0';
+        if (!is_known(name)) {
+            fprintf(stderr, "nereid: unrecognized option '%s'\n%s", argv[i], usage_text);
+            exit(2);
+        }
         if (is_flag_only(name)) {
             if (!strcmp(name, "help"))
                 usage_exit(0);
@@ -277,7 +300,13 @@ static void log_options(const opts_t *o)
     cells[2 * r] = "server_id", cells[2 * r + 1] = o->id, r++;
     cells[2 * r] = "server_version", cells[2 * r + 1] = NR_VERSION, r++;
     cells[2 * r] = "server_extensions";
-    cells[2 * r + 1] = "model_repository model_configuration binary_tensor_data statistics";
+    const char *const *ext;
+    size_t n_ext = nr_http_extensions(&ext);
+    char ext_line[512] = "";
+    for (size_t i = 0; i < n_ext; i++)
+        snprintf(ext_line + strlen(ext_line), sizeof(ext_line) - strlen(ext_line), "%s%s",
+                 i ? " " : "", ext[i]);
+    cells[2 * r + 1] = ext_line;
     r++;
     for (size_t i = 0; i < o->n_repos && r < 12; i++) {
         owned[i] = nr_asprintf("model_repository_path[%zu]", i);
@@ -397,7 +426,7 @@ int main(int argc, char **argv)
             nr_repo_destroy(repo);
             return 1;
         }
-        NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, o.http_port);
+        NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, nr_http_port(http));
     }
     int sig = 0;
     sigwait(&stop, &sig);

@@ -80,6 +80,7 @@ typedef enum { NR_POLICY_LATEST = 0, NR_POLICY_ALL = 1, NR_POLICY_SPECIFIC = 2 }
 
 typedef struct {
     nr_version_policy_kind_t kind;
+    bool has_choice; /* a policy_choice member (latest/all/specific) was given */
     uint32_t latest_num_versions;
     int64_t *specific_versions; size_t n_specific_versions;
 } nr_cfg_version_policy_t;
@@ -127,6 +128,7 @@ typedef struct {
     bool zero_data;
     char *data_file;
     char *name;
+    int data_choice; /* state_data oneof: 0 none, 1 zero_data, 2 data_file */
 } nr_cfg_seq_initial_state_t;
 
 typedef struct {
@@ -158,6 +160,7 @@ typedef struct {
     int64_t model_version;
     nr_cfg_kv_t *input_map; size_t n_input_map;
     nr_cfg_kv_t *output_map; size_t n_output_map;
+    char *model_namespace; /* reserved by Triton; parsed and echoed only */
 } nr_cfg_ensemble_step_t;
 
 typedef struct {
@@ -222,6 +225,7 @@ typedef struct {
     nr_dtype_t data_type;
     nr_cfg_dims_t dims;
     int data; /* nr_warmup_data_t: which oneof member was present */
+    bool data_flag; /* the bool written for zero_data / random_data (JSON echoes it) */
     char *input_data_file;
 } nr_cfg_warmup_input_t;
 
@@ -241,6 +245,7 @@ typedef struct {
     char *family;
     double *buckets; size_t n_buckets;
     bool has_histogram_options;
+    bool has_metric_identifier;
 } nr_cfg_metric_control_t;
 
 typedef enum { NR_SCHED_DEFAULT = 0, NR_SCHED_DYNAMIC = 1, NR_SCHED_SEQUENCE = 2, NR_SCHED_ENSEMBLE = 3 } nr_sched_choice_t;
@@ -291,11 +296,19 @@ void nr_cfg_free(nr_model_config_t *cfg);
 /* Triton's normalization (version_policy default, preferred_batch_size, pinned
  * memory, sequence idle default). Idempotent. */
 void nr_cfg_normalize(nr_model_config_t *cfg);
-/* Fills instance_group defaults as Triton does (names, kind AUTO -> CPU on a
- * host without GPUs, count default_cpu_count for KIND_CPU). */
+/* Fills instance_group defaults as Triton does (NormalizeInstanceGroup): no
+ * group -> one named <model>; unnamed group i -> "<model>_<i>"; KIND_AUTO ->
+ * KIND_GPU when gpu_count > 0 and every listed gpu exists, else KIND_CPU;
+ * count < 1 -> default_cpu_count for KIND_CPU on the onnxruntime/tensorflow
+ * backends, else 1; KIND_GPU without gpus -> all gpu_count GPUs. Ensembles
+ * are left alone. Idempotent. */
 void nr_cfg_fill_instance_groups(nr_model_config_t *cfg, int default_cpu_count, int gpu_count);
-/* Triton's ValidateModelConfig / ValidateModelIOConfig rules. `dir_name` is
- * the model's directory name. */
+/* Triton's ValidateModelConfig, ValidateInstanceGroup and ValidateModelIOConfig
+ * rules, plus warmup sample checks. Call it where Triton does: after the
+ * server autofill (name, backend, platform), nr_cfg_normalize and
+ * nr_cfg_fill_instance_groups (it checks the filled groups). `dir_name` is the
+ * model's directory name (NULL skips that check). Errors are INVALID_ARG
+ * (INTERNAL for a group left at KIND_AUTO), in Triton's wording. */
 NR_MUST_CHECK nr_status_t *nr_cfg_validate(const nr_model_config_t *cfg, const char *dir_name);
 
 /* Renders Triton's protobuf JSON for GET .../config (malloc'd, NUL-terminated). */

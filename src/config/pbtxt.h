@@ -11,6 +11,7 @@
 
 #include "../common/status.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@ typedef enum {
 
 typedef struct nr_pbtxt_node_s {
     const char *name;       /* field name; list items carry their list's name */
-    uint32_t line, col;     /* 1-based position of the name (of the value, for list items) */
+    uint32_t line, col;     /* 1-based; col counts bytes. Name position (value, for list items) */
     uint32_t vline, vcol;   /* 1-based position of the value's first token */
     nr_pbtxt_kind_t kind;
     bool colon;             /* a ':' followed the name */
@@ -55,6 +56,12 @@ NR_MUST_CHECK nr_status_t *nr_pbtxt_parse(const char *text, size_t len, const ch
 /* The top-level message (kind NR_PBTXT_MESSAGE, name ""). */
 const nr_pbtxt_node_t *nr_pbtxt_root(const nr_pbtxt_tree_t *tree);
 void nr_pbtxt_free(nr_pbtxt_tree_t *tree);
+
+/* The one config error format: NR_INTERNAL "<path>:<line>:<col>: <f1>.<f2>: <problem>"
+ * (the field part left out when n_fields is 0). Used by pbtxt.c and model_config.c. */
+NR_MUST_CHECK nr_status_t *nr_pbtxt_errorv(const char *path, uint32_t line, uint32_t col,
+                                           const char *const *fields, int n_fields,
+                                           const char *fmt, va_list ap);
 
 /* Short human description of a value for error messages ("\"abc\"", "-1.5",
  * "a message", "a list"); writes at most cap bytes including the NUL. */

@@ -258,7 +258,7 @@ static nr_status_t *scan_path(const char *root, nr_repo_t *repo)
 {
     DIR *d = opendir(root);
     if (!d)
-        return nr_status_new(NR_INVALID_ARG, "failed to stat file %s", root);
+        return nr_status_new(NR_INTERNAL, "failed to stat file %s", root);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.')

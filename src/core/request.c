@@ -82,6 +82,8 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
             return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
                                 (int)name_len, name);
     req->n_given++;
+    req->order = nr_realloc(req->order, req->n_given * sizeof(uint32_t));
+    req->order[req->n_order++] = idx < 0 ? NR_REQ_EXTRA + (uint32_t)req->n_extra : (uint32_t)idx;
     if (idx < 0) {
         req->extra_names = nr_realloc(req->extra_names, (req->n_extra + 1) * sizeof(char *));
         req->extra_names[req->n_extra++] = nr_strndup(name, name_len);
@@ -128,6 +130,7 @@ void nr_req_free(nr_req_t *req)
     free(req->id);
     free(req->inputs);
     free(req->present);
+    free(req->order);
     free(req->want);
     free(req->outputs);
     free(req);
@@ -154,19 +157,11 @@ static nr_status_t *input_count_error(nr_req_t *req)
     nr_buf_t got, missing;
     nr_buf_init(&got);
     nr_buf_init(&missing);
-    /* names in reverse order of arrival: extras were added after known ones
-     * only by coincidence, so rebuild from both lists */
     nr_buf_putc(&got, '[');
-    bool first = true;
-    for (size_t i = req->n_extra; i-- > 0;) {
-        nr_buf_printf(&got, "%s'%s'", first ? "" : ",", req->extra_names[i]);
-        first = false;
-    }
-    for (size_t i = cfg->n_input; i-- > 0;) {
-        if (!req->present[i])
-            continue;
-        nr_buf_printf(&got, "%s'%s'", first ? "" : ",", cfg->input[i].name);
-        first = false;
+    for (size_t k = req->n_order; k-- > 0;) {
+        uint32_t o = req->order[k];
+        const char *name = o >= NR_REQ_EXTRA ? req->extra_names[o - NR_REQ_EXTRA] : cfg->input[o].name;
+        nr_buf_printf(&got, "%s'%s'", k + 1 == req->n_order ? "" : ",", name);
     }
     nr_buf_putc(&got, ']');
     nr_buf_putc(&missing, '[');
@@ -238,27 +233,29 @@ static nr_status_t *check_size(nr_req_t *req, size_t i)
     if (t->dtype == NR_TYPE_STRING) {
         const unsigned char *p = t->data;
         size_t off = 0;
-        for (uint64_t e = 0; e < count; e++) {
+        uint64_t elems = 0;
+        while (off < t->size) {
             if (t->size - off < 4)
-                return nr_req_error(req, NR_INVALID_ARG,
-                                    "element byte size indicator exceeds the end of the buffer "
-                                    "for input '%s' for model '%s'",
-                                    t->name, cfg->name);
+                return nr_status_new(NR_INVALID_ARG,
+                                     "incomplete string length indicator for inference input "
+                                     "'%s', expecting 4 bytes but only %zu bytes available",
+                                     t->name, t->size - off);
             uint32_t n = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 |
                          (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
             off += 4;
             if (t->size - off < n)
-                return nr_req_error(req, NR_INVALID_ARG,
-                                    "element byte size indicator exceeds the end of the buffer "
-                                    "for input '%s' for model '%s'",
-                                    t->name, cfg->name);
+                return nr_status_new(NR_INVALID_ARG,
+                                     "incomplete string data for inference input '%s', expecting "
+                                     "string of length %" PRIu32 " but only %zu bytes available",
+                                     t->name, n, t->size - off);
             off += n;
+            elems++;
         }
-        if (off != t->size)
+        if (elems != count)
             return nr_req_error(req, NR_INVALID_ARG,
-                                "expected %" PRIu64 " string elements for inference input '%s' "
-                                "for model '%s', got more",
-                                count, t->name, cfg->name);
+                                "unexpected number of string elements %" PRIu64
+                                " for inference input '%s' for model '%s', expecting %" PRIu64,
+                                elems, t->name, cfg->name, count);
         return NULL;
     }
     uint64_t bytes;
@@ -291,11 +288,12 @@ nr_status_t *nr_req_validate(nr_req_t *req)
     (void)required;
 
     /* batch size: the first dim of every input must agree */
+    /* Triton checks inputs in the reverse of their order in the request; so do
+     * we, so that a request with two faults names the same input. */
     req->batch_size = 1;
     bool have_batch = false;
-    for (size_t i = 0; i < cfg->n_input; i++) {
-        if (!req->present[i])
-            continue;
+    for (size_t k = req->n_order; k-- > 0;) {
+        size_t i = req->order[k];
         const nr_tensor_t *t = &req->inputs[i];
         if (cfg->max_batch_size > 0) {
             if (t->ndim == 0)
@@ -317,9 +315,8 @@ nr_status_t *nr_req_validate(nr_req_t *req)
             }
         }
     }
-    for (size_t i = 0; i < cfg->n_input; i++) {
-        if (!req->present[i])
-            continue;
+    for (size_t k = req->n_order; k-- > 0;) {
+        size_t i = req->order[k];
         const nr_tensor_t *t = &req->inputs[i];
         const nr_cfg_input_t *in = &cfg->input[i];
         if (have_batch && req->batch_size == 0 && nr_dtype_size(in->data_type) > 0) {

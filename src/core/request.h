@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define NR_REQ_EXTRA 0x80000000u
+
 typedef struct nr_model_s nr_model_t;
 typedef struct nr_req_s nr_req_t;
 typedef void (*nr_req_done_fn)(nr_req_t *req, void *arg);
@@ -29,6 +31,10 @@ struct nr_req_s {
     nr_tensor_t *inputs;
     bool *present;
     size_t n_given; /* inputs the request named, duplicates and unknown ones included */
+    /* Arrival order of the named inputs: a config index, or NR_REQ_EXTRA + i
+     * for extra_names[i]. Validation only runs over it when no extra exists. */
+    uint32_t *order;
+    size_t n_order;
     char **extra_names; size_t n_extra; /* unknown input names (owned), for the error text */
     /* Requested outputs as config indices, in the order they are reported
      * (Triton: sorted by output name). Empty at submit = all outputs. */

@@ -56,16 +56,22 @@ def help_text():
 
 
 def side_port_args():
-    """Free ports for the gRPC and metrics endpoints when this build has them, so that servers
-    started side by side never fight over 8001/8002."""
+    """Free ports for the gRPC and metrics endpoints once this build serves them (its --help
+    lists the flag without calling it "not implemented"), so that servers started side by side
+    never fight over 8001/8002."""
+    lines = help_text().splitlines()
     out = []
     for flag in ("--grpc-port", "--metrics-port"):
-        if flag in help_text():
-            out.append(f"{flag}={free_port()}")
+        for i, line in enumerate(lines):
+            if flag in line:
+                around = " ".join(lines[i:i + 2])
+                if "not implemented" not in around:
+                    out.append(f"{flag}={free_port()}")
+                break
     return out
 
 
-def run_cli(args, timeout=60):
+def run_cli(args, timeout=30):
     """Runs nereid to completion (for flags that make it exit). Returns CompletedProcess."""
     return subprocess.run([str(require_binary())] + list(args), capture_output=True,
                           timeout=timeout, cwd=ROOT)

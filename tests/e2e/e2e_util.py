@@ -141,6 +141,61 @@ def raw_exchange(port, data, *, read_until_close=True, timeout=10, host="127.0.0
         s.close()
 
 
+class SockReader:
+    """Reads consecutive HTTP/1.x responses (Content-Length framed) from one socket, keeping
+    whatever arrives beyond the current response for the next one (pipelining)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"connection closed mid-response; have {self.buf[:300]!r}")
+        self.buf += chunk
+
+    def read_response(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        _, status, *reason = lines[0].split(" ", 2)
+        headers = [tuple(x.strip() for x in ln.split(":", 1)) for ln in lines[1:]]
+        resp = Response(int(status), reason[0] if reason else "", headers, b"")
+        if int(status) == 100:
+            return resp
+        n = int(resp.header("Content-Length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        resp.body, self.buf = self.buf[:n], self.buf[n:]
+        return resp
+
+
+def read_http_response(sock):
+    """Reads one HTTP/1.x response from a socket -> Response."""
+    return SockReader(sock).read_response()
+
+
+def post_early_answer(port, path, body, headers=None, *, content_length=None, timeout=60,
+                      host="127.0.0.1"):
+    """POST that tolerates the server answering (and closing) before the whole body is sent,
+    as a server refusing an oversized body may do. Returns the Response."""
+    hdrs = dict(headers or {})
+    hdrs.setdefault("Host", f"{host}:{port}")
+    hdrs.setdefault("Content-Length", str(len(body) if content_length is None else content_length))
+    head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        try:
+            s.sendall(head.encode() + body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return read_http_response(s)
+    finally:
+        s.close()
+
+
 # ----------------------------------------------------------------------------- assertions
 
 def error_body(msg):
@@ -164,17 +219,20 @@ def assert_error_status(resp, status):
     assert list(err) == ["error"] and isinstance(err["error"], str) and err["error"], resp.body
 
 
+def first_difference(got, expected, context=60):
+    """Where two texts first differ, with some context on each side (for assertion messages)."""
+    n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b),
+             min(len(got), len(expected)))
+    lo = max(0, n - context)
+    return (f"first difference at offset {n}:\n expected ...{expected[lo:n + context]!r}\n"
+            f" got      ...{got[lo:n + context]!r}")
+
+
 def assert_json_ok(resp, expected_text):
     """200, application/json, and the exact body text."""
     assert resp.status == 200, resp
     assert resp.header("Content-Type") == "application/json", resp.headers
-    if resp.body != expected_text.encode():
-        # show the parsed difference first: easier to read than two long strings
-        try:
-            assert json.loads(resp.body) == json.loads(expected_text)
-        except ValueError:
-            pass
-    assert resp.text == expected_text
+    assert resp.text == expected_text, first_difference(resp.text, expected_text)
     assert resp.header("Content-Length") == str(len(resp.body))
 
 
@@ -214,6 +272,38 @@ def recorded_response_body(entry):
     if "body_b64" in entry:
         return base64.b64decode(entry["body_b64"])
     return (entry.get("body") or "").encode()
+
+
+def assert_matches_recorded(resp, what, *, status=None, body=None, subst=()):
+    """Compares an answer with the recorded one: status (or `status` where nereid departs on
+    purpose), exact body (or `body`; `subst` = (old, new) byte pairs applied to the recorded
+    body), Content-Length, Inference-Header-Content-Length, and the Content-Type, where JSON
+    bodies are application/json (nereid's deliberate departure from Triton's text/plain on
+    router errors, the 501 and model-ready answers) and empty ones text/plain as recorded."""
+    e = recorded(what)
+    exp_status = e["status"] if status is None else status
+    exp_body = recorded_response_body(e) if body is None else body
+    for old, new in subst:
+        exp_body = exp_body.replace(old, new)
+    rh = e.get("response_headers", {})
+    assert resp.status == exp_status, f"{what}: expected {exp_status}, got {resp!r}"
+    if exp_body != resp.body and resp.body[:1] in b"{[" and exp_body[:1] in b"{[":
+        try:
+            got_j, exp_j = json.loads(resp.body), json.loads(exp_body)
+        except ValueError:
+            got_j = exp_j = None
+        assert got_j == exp_j, f"{what}:\n expected {exp_body!r}\n got      {resp.body!r}"
+    assert resp.body == exp_body, f"{what}: body " + first_difference(resp.body, exp_body)
+    if exp_body == b"":
+        exp_ct = rh.get("content-type", "text/plain")
+    elif rh.get("content-type") == "application/octet-stream":
+        exp_ct = "application/octet-stream"
+    else:
+        exp_ct = "application/json"
+    assert resp.header("Content-Type") == exp_ct, f"{what}: {resp.headers}"
+    assert resp.header("Content-Length") == str(len(resp.body)), f"{what}: {resp.headers}"
+    ihcl = rh.get("inference-header-content-length")
+    assert resp.header("Inference-Header-Content-Length") == ihcl, f"{what}: {resp.headers}"
 
 
 def replay(port, what, *, drop=("host",)):

@@ -43,6 +43,25 @@ def simple():
          helper.make_tensor_value_info("OUTPUT1", T.INT32, shape)])
 
 
+def bad_batch():
+    """Declares OUTPUT0 as [batch,n] but transposes, so its first dim is the input's second."""
+    return helper.make_graph(
+        [helper.make_node("Transpose", ["INPUT0"], ["OUTPUT0"], perm=[1, 0])], "bad_batch",
+        [helper.make_tensor_value_info("INPUT0", T.FLOAT, ["batch", "n"])],
+        [helper.make_tensor_value_info("OUTPUT0", T.FLOAT, ["batch", "n"])])
+
+
+def optional_bias():
+    """OUTPUT0 = INPUT0 + BIAS, FP32 [3]; BIAS is an initializer that is also a graph input,
+    i.e. an overridable initializer that a request may leave out (config `optional`)."""
+    bias = helper.make_tensor("BIAS", T.FLOAT, [3], [10.0, 20.0, 30.0])
+    return helper.make_graph(
+        [helper.make_node("Add", ["INPUT0", "BIAS"], ["OUTPUT0"])], "optional_bias",
+        [helper.make_tensor_value_info("INPUT0", T.FLOAT, [3]),
+         helper.make_tensor_value_info("BIAS", T.FLOAT, [3])],
+        [helper.make_tensor_value_info("OUTPUT0", T.FLOAT, [3])], [bias])
+
+
 def many_io(count):
     """`count` FP32 [batch,2] inputs, each copied to an output; the names exercise the
     std::unordered_map order that Triton's auto-complete emits (past one rehash)."""
@@ -71,6 +90,8 @@ def main():
         "fixed_fp32": identity("fixed_fp32", T.FLOAT, [2, 3]),      # not batchable
         "scalar_fp32": identity("scalar_fp32", T.FLOAT, []),        # rank 0
         "many_io": many_io(20),
+        "bad_batch": bad_batch(),
+        "optional_bias": optional_bias(),
     }
     for name, g in models.items():
         save(g, os.path.join(out, name + ".onnx"))

@@ -30,6 +30,11 @@
 
 /* ---- ort_backend.c: process-wide, initialised once, immutable afterwards ---- */
 
+/* Triton's model-file lookup: stat (INTERNAL "failed to stat file <p>" when missing); a
+ * directory means <dir>/model.onnx (UNAVAILABLE "unable to find ..." when missing). */
+NR_MUST_CHECK nr_status_t *nr__ort_resolve_path(const nr_model_config_t *cfg, const char *model_path,
+                                                char **out);
+
 /* Initialises the OrtEnv, the OrtApi pointer and the CPU OrtMemoryInfo once per
  * process; returns the (sticky) failure if that failed. Call before any other nr__ort_*. */
 NR_MUST_CHECK nr_status_t *nr__ort_init(void);
@@ -121,6 +126,8 @@ typedef struct {
     ONNXTensorElementDataType ort_type;
     size_t elem_size;     /* 0 for STRING */
     bool optional;
+    bool ragged;          /* allow_ragged_batch: the batch is concatenated 1-D */
+    size_t model_ndim;    /* rank the model declares (0 = scalar: fed as a rank-0 tensor) */
     bool has_reshape;
     const nr_cfg_dims_t *dims;    /* config dims (no batch dim) */
     const nr_cfg_dims_t *reshape; /* valid if has_reshape */
@@ -154,6 +161,7 @@ typedef struct {
     const char **out_names;     /* [n_out] */
     uint32_t *out_idx;          /* [n_out] config index per requested output */
     nr__ort_scratch_t strbuf;   /* STRING element offsets / contents */
+    nr__ort_scratch_t outinfo;  /* per-output bookkeeping of one execute */
 } nr__ort_inst_t;
 
 NR_MUST_CHECK nr_status_t *nr__ort_execute(void *inst_state, nr_batch_t *batch);

@@ -204,7 +204,9 @@ static nr_status_t *read_list(OrtSession *s, io_kind_t k, nr__ort_io_t **out, si
         if (st)
             break;
         v[i].name = nr_strdup(name);
-        api->AllocatorFree(alloc, name);
+        OrtStatus *fs = api->AllocatorFree(alloc, name);
+        if (fs)
+            api->ReleaseStatus(fs);
         *n_out = i + 1;
         OrtTypeInfo *ti = NULL;
         st = nr__ort_status(io_type(api, s, k, i, &ti));

@@ -9,12 +9,13 @@
 #include "../../core/repository.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
     const char *address;     /* --http-address, "0.0.0.0" */
     int port;                /* --http-port, 8000 */
-    int thread_count;        /* --http-thread-count, 8 */
+    int thread_count;        /* --http-thread-count, 8; unused: one thread per connection */
     uint64_t max_input_size; /* --http-max-input-size, 64 MiB */
     const char *server_id;   /* --id, "triton" */
     const char *server_version;
@@ -31,5 +32,11 @@ NR_MUST_CHECK nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_
 void nr_http_quiesce(nr_http_server_t *srv);
 /* Stops everything and frees the server. */
 void nr_http_stop(nr_http_server_t *srv);
+
+/* The bound port (useful with --http-port=0). */
+int nr_http_port(const nr_http_server_t *srv);
+/* The extensions GET /v2 lists (for the startup Option table's
+ * server_extensions row); a static table. Returns the count. */
+size_t nr_http_extensions(const char *const **out);
 
 #endif

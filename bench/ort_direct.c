@@ -1,0 +1,153 @@
+/* ort_direct.c - the compute baseline for `make bench`: runs an ONNX model
+ * through ONNX Runtime's C API directly, in-process, with the session options
+ * nereid's ORT backend uses by default (sequential execution, spinning off,
+ * intra-op threads as given), from N threads each owning one session, in a
+ * closed loop. Prints one line: "infer_per_sec=<x> p50_us=<y> p99_us=<z>".
+ *
+ * usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH
+ */
+#include <onnxruntime_c_api.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const OrtApi *ort;
+static OrtEnv *env;
+static const char *model_path;
+static int intra_op, batch;
+static double seconds;
+
+typedef struct {
+    double *lat_us;
+    size_t n, cap;
+} result_t;
+
+static void check(OrtStatus *st)
+{
+    if (st) {
+        fprintf(stderr, "ort_direct: %s\n", ort->GetErrorMessage(st));
+        exit(1);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *runner(void *arg)
+{
+    result_t *res = arg;
+    OrtSessionOptions *so;
+    check(ort->CreateSessionOptions(&so));
+    check(ort->SetIntraOpNumThreads(so, intra_op));
+    check(ort->SetInterOpNumThreads(so, 1));
+    check(ort->SetSessionExecutionMode(so, ORT_SEQUENTIAL));
+    check(ort->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", "0"));
+    check(ort->AddSessionConfigEntry(so, "session.inter_op.allow_spinning", "0"));
+    OrtSession *sess;
+    check(ort->CreateSession(env, model_path, so, &sess));
+    OrtAllocator *alloc;
+    check(ort->GetAllocatorWithDefaultOptions(&alloc));
+    char *in_name, *out_name;
+    check(ort->SessionGetInputName(sess, 0, alloc, &in_name));
+    check(ort->SessionGetOutputName(sess, 0, alloc, &out_name));
+    OrtTypeInfo *ti;
+    check(ort->SessionGetInputTypeInfo(sess, 0, &ti));
+    const OrtTensorTypeAndShapeInfo *tsi;
+    check(ort->CastTypeInfoToTensorInfo(ti, &tsi));
+    size_t nd;
+    check(ort->GetDimensionsCount(tsi, &nd));
+    int64_t dims[16];
+    check(ort->GetDimensions(tsi, dims, nd));
+    size_t count = 1;
+    for (size_t i = 0; i < nd; i++) {
+        if (dims[i] < 0)
+            dims[i] = i == 0 ? batch : 1;
+        count *= (size_t)dims[i];
+    }
+    ort->ReleaseTypeInfo(ti);
+    float *data = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++)
+        data[i] = (float)(rand() % 1000) / 1000.0f;
+    OrtMemoryInfo *mi;
+    check(ort->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &mi));
+    OrtValue *in;
+    check(ort->CreateTensorWithDataAsOrtValue(mi, data, count * sizeof(float), dims, nd,
+                                              ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &in));
+    const char *in_names[] = {in_name}, *out_names[] = {out_name};
+    double end = now_s() + seconds;
+    for (int warm = 0; warm < 3; warm++) {
+        OrtValue *out = NULL;
+        check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out));
+        ort->ReleaseValue(out);
+    }
+    while (now_s() < end) {
+        double t0 = now_s();
+        OrtValue *out = NULL;
+        check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out));
+        ort->ReleaseValue(out);
+        if (res->n == res->cap)
+            res->lat_us = realloc(res->lat_us, (res->cap = res->cap * 2 + 1024) * sizeof(double));
+        res->lat_us[res->n++] = (now_s() - t0) * 1e6;
+    }
+    ort->ReleaseValue(in);
+    ort->ReleaseMemoryInfo(mi);
+    free(data);
+    alloc->Free(alloc, in_name);
+    alloc->Free(alloc, out_name);
+    ort->ReleaseSession(sess);
+    ort->ReleaseSessionOptions(so);
+    return NULL;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH\n");
+        return 2;
+    }
+    model_path = argv[1];
+    int threads = atoi(argv[2]);
+    intra_op = atoi(argv[3]);
+    seconds = atof(argv[4]);
+    batch = atoi(argv[5]);
+    ort = OrtGetApiBase()->GetApi(ORT_API_VERSION);
+    check(ort->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "ort_direct", &env));
+    pthread_t th[64];
+    result_t res[64];
+    memset(res, 0, sizeof(res));
+    double t0 = now_s();
+    for (int i = 0; i < threads && i < 64; i++)
+        pthread_create(&th[i], NULL, runner, &res[i]);
+    size_t total = 0;
+    for (int i = 0; i < threads && i < 64; i++) {
+        pthread_join(th[i], NULL);
+        total += res[i].n;
+    }
+    (void)t0;
+    double *all = malloc((total + 1) * sizeof(double));
+    size_t k = 0;
+    for (int i = 0; i < threads && i < 64; i++) {
+        memcpy(all + k, res[i].lat_us, res[i].n * sizeof(double));
+        k += res[i].n;
+        free(res[i].lat_us);
+    }
+    qsort(all, total, sizeof(double), cmp_d);
+    printf("infer_per_sec=%.2f p50_us=%.0f p99_us=%.0f\n", total * batch / seconds,
+           total ? all[total / 2] : 0.0, total ? all[(size_t)(total * 0.99)] : 0.0);
+    free(all);
+    ort->ReleaseEnv(env);
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* registry.c - the static list of backends, like nginx's ngx_modules[]. Immutable;
+ * safe from any thread. Names only: the core maps a platform (onnxruntime_onnx) to its
+ * backend name before asking here. */
+#include "backend.h"
+
+#include <stddef.h>
+#include <string.h>
+
+extern const nr_backend_t nr_ort_backend;
+
+static const nr_backend_t *const backends[] = {
+    &nr_ort_backend,
+};
+
+const nr_backend_t *nr_backend_find(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+        if (backends[i]->abi_version == NR_BACKEND_ABI_VERSION && strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}

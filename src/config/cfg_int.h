@@ -1,0 +1,108 @@
+/* cfg_int.h - internal to src/config: the ModelConfig schema as data.
+ *
+ * One table per proto message (cfg_fields.c) lists its fields in proto
+ * declaration order (= Triton's JSON order) with kind, offsetof and sub-table.
+ * model_config.c parses the pbtxt tree through these tables, config_json.c
+ * prints JSON through them, and nr__cfg_free_msg frees through them. Also the
+ * validation entry points shared by the validate*.c files.
+ */
+#ifndef NR_CFG_INT_H
+#define NR_CFG_INT_H
+
+#include "model_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NR__CFG_NONE ((size_t)-1)
+
+typedef enum {
+    NR__F_STRING,
+    NR__F_BOOL,
+    NR__F_INT32,
+    NR__F_UINT32,
+    NR__F_INT64,
+    NR__F_UINT64,
+    NR__F_FLOAT,
+    NR__F_DOUBLE,
+    NR__F_ENUM,     /* stored as int */
+    NR__F_MSG,      /* sub-message at base + off (its own table's offsets are relative to that) */
+    NR__F_SHAPEMAP, /* map<string, Shape{dim}>: char **names at off, nr_cfg_dims_t *at off_aux */
+} nr__cfg_ftype_t;
+
+typedef enum {
+    NR__R_ONE,  /* singular */
+    NR__R_PTR,  /* repeated: T *array at off, size_t count at off_n */
+    NR__R_FIX2, /* repeated, inline T[2] at off, size_t count at off_n (may exceed 2) */
+} nr__cfg_rep_t;
+
+#define NR__FL_STR64 1u /* 64-bit value Triton leaves as a JSON string */
+#define NR__FL_MAP 2u   /* repeated message of {key, value}: a proto map */
+#define NR__FL_ALIAS 4u /* alternative name for the previous field: parsed, never printed */
+
+typedef struct {
+    const char *name;
+    int value;
+} nr__cfg_enum_val_t;
+
+typedef struct {
+    const char *name; /* "inference.DataType" */
+    const nr__cfg_enum_val_t *vals;
+    size_t n;
+} nr__cfg_enum_t;
+
+struct nr__cfg_msg_s;
+
+typedef struct {
+    const char *name;
+    uint8_t type;  /* nr__cfg_ftype_t */
+    uint8_t rep;   /* nr__cfg_rep_t */
+    uint8_t flags; /* NR__FL_* */
+    size_t off;
+    size_t off_n;   /* count, for repeated fields and SHAPEMAP */
+    size_t off_aux; /* MSG: bool has-flag (NR__CFG_NONE: none); SHAPEMAP: dims array */
+    const struct nr__cfg_msg_s *sub;
+    const nr__cfg_enum_t *en;
+    const char *oneof; /* oneof name, NULL if none */
+    size_t off_oneof;  /* int selector written when this member is set */
+    int oneof_val;
+} nr__cfg_field_t;
+
+typedef struct nr__cfg_msg_s {
+    const char *type_name; /* "inference.ModelConfig" */
+    size_t size;           /* element size when repeated */
+    const nr__cfg_field_t *fields;
+    size_t n_fields;
+} nr__cfg_msg_t;
+
+extern const nr__cfg_msg_t nr__cfg_model_config_msg;
+
+/* One entry of a map<string, Shape{dim}> (cuda graph_spec input), parsed and
+ * printed through nr__cfg_shape_entry_msg then kept as parallel arrays. */
+typedef struct {
+    char *key;
+    nr_cfg_dims_t dims;
+} nr__cfg_shape_entry_t;
+extern const nr__cfg_msg_t nr__cfg_shape_entry_msg;
+
+size_t nr__cfg_elem_size(const nr__cfg_field_t *f);
+/* True when the field holds its proto3 zero value (singular scalars only). */
+bool nr__cfg_scalar_is_default(const nr__cfg_field_t *f, const void *base);
+/* True when a singular MSG field counts as set (has-flag and oneof selector). */
+bool nr__cfg_msg_present(const nr__cfg_field_t *f, const void *base);
+/* True when nothing in the message differs from its default (protobuf ByteSize 0). */
+bool nr__cfg_msg_is_empty(const nr__cfg_msg_t *m, const void *base);
+void nr__cfg_free_msg(const nr__cfg_msg_t *m, void *base);
+const char *nr__cfg_enum_name(const nr__cfg_enum_t *en, int value); /* NULL if unknown */
+
+/* Parts of nr_cfg_validate outside validate.c (validate_io.c, validate_sched.c).
+ * Each returns NULL or an INVALID_ARG status worded as Triton words it. */
+nr_status_t *nr__cfg_check_io(const nr_model_config_t *cfg);       /* ValidateModelIOConfig */
+nr_status_t *nr__cfg_check_sequence(const nr_model_config_t *cfg); /* sequence_batching rules */
+nr_status_t *nr__cfg_check_ensemble(const nr_model_config_t *cfg); /* ValidateEnsembleSchedulingConfig */
+
+#define NR__AT(base, off, T) ((T *)((char *)(base) + (off)))
+#define NR__CAT(base, off, T) ((const T *)((const char *)(base) + (off)))
+
+#endif

@@ -1,0 +1,227 @@
+/* http_classify.c - Triton's classification extension: an output requested
+ * with parameters {"classification": k} is answered as BYTES [batch, k]
+ * (just [k] without batching) holding the top-k elements of each batch item
+ * as "<value>:<index>[:<label>]". Values print like C++ std::to_string
+ * ("%f" for floats, plain integers otherwise); ties keep the lower index; k
+ * is clipped to the element count. Labels come from the output's
+ * label_filename in the model directory, read once when the server starts.
+ */
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- labels --------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    nr_buf_t b;
+    nr_buf_init(&b);
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0 && b.len < NR_MAX_CONFIG_BYTES * 4)
+        nr_buf_append(&b, tmp, n);
+    fclose(f);
+    return nr_buf_steal(&b, len);
+}
+
+static void load_one(nr_http_server_t *s, const nr_repo_entry_t *e, uint32_t o)
+{
+    const char *fn = e->cfg->output[o].label_filename;
+    char *path = nr_asprintf("%s/%s", e->dir, fn);
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (text == NULL) {
+        NR_LOG_WARN("unable to read labels '%s' of model '%s'", path, e->name);
+        free(path);
+        return;
+    }
+    free(path);
+    nr_http_labels_t *l;
+    s->labels = nr_realloc(s->labels, (s->n_labels + 1) * sizeof(*s->labels));
+    l = &s->labels[s->n_labels++];
+    l->cfg = e->cfg;
+    l->output = o;
+    l->text = text;
+    l->lines = NULL;
+    l->n_lines = 0;
+    /* one label per line, as std::getline splits (no empty last line) */
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && text[i] != '\n')
+            continue;
+        if (i == len && start == len)
+            break;
+        text[i] = '\0';
+        l->lines = nr_realloc(l->lines, (l->n_lines + 1) * sizeof(char *));
+        l->lines[l->n_lines++] = text + start;
+        start = i + 1;
+    }
+}
+
+void nr_http_labels_load(nr_http_server_t *s)
+{
+    for (size_t i = 0; i < nr_repo_count(s->repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(s->repo, i);
+        if (e->cfg == NULL || e->dir == NULL)
+            continue;
+        for (size_t o = 0; o < e->cfg->n_output; o++) {
+            const char *fn = e->cfg->output[o].label_filename;
+            if (fn != NULL && fn[0] != '\0')
+                load_one(s, e, (uint32_t)o);
+        }
+    }
+}
+
+void nr_http_labels_free(nr_http_server_t *s)
+{
+    for (size_t i = 0; i < s->n_labels; i++) {
+        free(s->labels[i].text);
+        free(s->labels[i].lines);
+    }
+    free(s->labels);
+    s->labels = NULL;
+    s->n_labels = 0;
+}
+
+const nr_http_labels_t *nr_http_labels_find(const nr_http_server_t *s,
+                                            const nr_model_config_t *cfg, uint32_t output)
+{
+    if (s == NULL)
+        return NULL;
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (s->labels[i].cfg == cfg && s->labels[i].output == output)
+            return &s->labels[i];
+    return NULL;
+}
+
+/* ---- top-k ---------------------------------------------------------------- */
+
+typedef struct {
+    nr_dtype_t dt;
+    const char *base; /* first element of the batch item */
+    size_t es;
+} cmp_ctx_t;
+
+static int elem_cmp(const cmp_ctx_t *c, size_t a, size_t b)
+{
+    const char *pa = c->base + a * c->es, *pb = c->base + b * c->es;
+    switch (c->dt) {
+    case NR_TYPE_FP32: {
+        float x, y;
+        memcpy(&x, pa, 4);
+        memcpy(&y, pb, 4);
+        return x > y ? 1 : x < y ? -1 : 0;
+    }
+    case NR_TYPE_FP64: {
+        double x, y;
+        memcpy(&x, pa, 8);
+        memcpy(&y, pb, 8);
+        return x > y ? 1 : x < y ? -1 : 0;
+    }
+    case NR_TYPE_UINT8: case NR_TYPE_UINT16: case NR_TYPE_UINT32: case NR_TYPE_UINT64: {
+        uint64_t x = 0, y = 0;
+        memcpy(&x, pa, c->es); /* little-endian host */
+        memcpy(&y, pb, c->es);
+        return x > y ? 1 : x < y ? -1 : 0;
+    }
+    default: {
+        int64_t x = 0, y = 0;
+        if (c->es == 1) { int8_t v; memcpy(&v, pa, 1); x = v; memcpy(&v, pb, 1); y = v; }
+        else if (c->es == 2) { int16_t v; memcpy(&v, pa, 2); x = v; memcpy(&v, pb, 2); y = v; }
+        else if (c->es == 4) { int32_t v; memcpy(&v, pa, 4); x = v; memcpy(&v, pb, 4); y = v; }
+        else { memcpy(&x, pa, 8); memcpy(&y, pb, 8); }
+        return x > y ? 1 : x < y ? -1 : 0;
+    }
+    }
+}
+
+/* Descending by value, ascending index on ties. */
+static int idx_cmp(const void *a, const void *b, void *arg)
+{
+    size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+    int c = elem_cmp(arg, ia, ib);
+    if (c != 0)
+        return -c;
+    return ia < ib ? -1 : ia > ib;
+}
+
+static void put_value(nr_buf_t *b, nr_dtype_t dt, const char *p)
+{
+    switch (dt) {
+    case NR_TYPE_FP32: { float v; memcpy(&v, p, 4); nr_buf_printf(b, "%f", (double)v); break; }
+    case NR_TYPE_FP64: { double v; memcpy(&v, p, 8); nr_buf_printf(b, "%f", v); break; }
+    case NR_TYPE_UINT8: nr_buf_u64(b, *(const uint8_t *)p); break;
+    case NR_TYPE_INT8: nr_buf_i64(b, *(const int8_t *)p); break;
+    case NR_TYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); nr_buf_u64(b, v); break; }
+    case NR_TYPE_INT16: { int16_t v; memcpy(&v, p, 2); nr_buf_i64(b, v); break; }
+    case NR_TYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); nr_buf_u64(b, v); break; }
+    case NR_TYPE_INT32: { int32_t v; memcpy(&v, p, 4); nr_buf_i64(b, v); break; }
+    case NR_TYPE_UINT64: { uint64_t v; memcpy(&v, p, 8); nr_buf_u64(b, v); break; }
+    default: { int64_t v; memcpy(&v, p, 8); nr_buf_i64(b, v); break; }
+    }
+}
+
+nr_status_t *nr_http_classify(const nr_tensor_t *t, bool batching, uint64_t k,
+                              const nr_http_labels_t *labels, nr_tensor_t *out, char **buf)
+{
+    *buf = NULL;
+    nr_dtype_t dt = t->dtype;
+    size_t es = nr_dtype_size(dt);
+    if (dt == NR_TYPE_BOOL || dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16 || es == 0)
+        return nr_status_new(NR_INVALID_ARG,
+                             "class result not available for output due to unsupported type '%s'",
+                             nr_dtype_kserve_name(dt) ? nr_dtype_kserve_name(dt) : "INVALID");
+    uint64_t count;
+    if (!nr_shape_count(t->dims, t->ndim, &count) || count > t->size / es)
+        return nr_status_new(NR_INTERNAL, "classification: output has fewer bytes than its shape");
+    uint64_t batch = batching && t->ndim > 0 ? (uint64_t)t->dims[0] : 1;
+    uint64_t per = batch ? count / batch : 0;
+    uint64_t kk = k < per ? k : per;
+    size_t *idx = nr_malloc((per ? per : 1) * sizeof(size_t));
+    nr_buf_t b;
+    nr_buf_init(&b);
+    for (uint64_t bi = 0; bi < batch; bi++) {
+        cmp_ctx_t c = {dt, (const char *)t->data + bi * per * es, es};
+        for (uint64_t i = 0; i < per; i++)
+            idx[i] = i;
+        qsort_r(idx, per, sizeof(size_t), idx_cmp, &c);
+        for (uint64_t j = 0; j < kk; j++) {
+            size_t at = b.len;
+            uint32_t len = 0;
+            nr_buf_append(&b, &len, 4);
+            put_value(&b, dt, c.base + idx[j] * es);
+            nr_buf_printf(&b, ":%zu", idx[j]);
+            if (labels != NULL && idx[j] < labels->n_lines) {
+                nr_buf_putc(&b, ':');
+                nr_buf_puts(&b, labels->lines[idx[j]]);
+            }
+            len = (uint32_t)(b.len - at - 4);
+            memcpy(b.data + at, &len, 4);
+        }
+    }
+    free(idx);
+    memset(out, 0, sizeof(*out));
+    out->name = t->name;
+    out->dtype = NR_TYPE_STRING;
+    if (batching) {
+        out->ndim = 2;
+        out->dims[0] = (int64_t)batch;
+        out->dims[1] = (int64_t)kk;
+    } else {
+        out->ndim = 1;
+        out->dims[0] = (int64_t)kk;
+    }
+    out->data = b.data;
+    out->size = b.len;
+    *buf = nr_buf_steal(&b, NULL);
+    out->data = *buf;
+    return NULL;
+}

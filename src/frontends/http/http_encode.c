@@ -1,0 +1,271 @@
+/* http_encode.c - POST .../infer, response side: a finished nr_req_t becomes
+ * Triton's response, a compact JSON header
+ *   {"id"?,"model_name","model_version","outputs":[{"name","datatype","shape",
+ *    "data":[...] | "parameters":{"binary_data_size":N}}]}
+ * followed by the binary outputs in the same order. Outputs come sorted by
+ * name (model->outputs_by_name), whatever the request or config order.
+ *
+ * Binary outputs are not copied: the response is an iovec over the backend's
+ * output buffers, which stay alive (their holds) until the response is freed.
+ * Numbers are printed as Triton/rapidjson prints them (nr_http_put_double;
+ * FP32 is widened to double first). No locks.
+ */
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static nr_status_t *put_bytes_json(nr_buf_t *b, const nr_tensor_t *t, const char *name)
+{
+    const char *p = t->data;
+    size_t off = 0;
+    bool first = true;
+    while (off < t->size) {
+        uint32_t len;
+        if (t->size - off < 4)
+            return nr_status_new(NR_INTERNAL, "malformed BYTES data in output '%s'", name);
+        memcpy(&len, p + off, 4);
+        off += 4;
+        if (t->size - off < len)
+            return nr_status_new(NR_INTERNAL, "malformed BYTES data in output '%s'", name);
+        if (!first)
+            nr_buf_putc(b, ',');
+        nr_buf_json_str(b, p + off, len);
+        off += len;
+        first = false;
+    }
+    return NULL;
+}
+
+/* Appends the flat JSON array of t's elements. */
+static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name)
+{
+    nr_dtype_t dt = t->dtype;
+    if (dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16)
+        return nr_status_new(NR_INVALID_ARG,
+                             "sending %s data via JSON is not supported. Please use the binary "
+                             "data format for output",
+                             nr_dtype_kserve_name(dt));
+    nr_buf_putc(b, '[');
+    if (dt == NR_TYPE_STRING) {
+        nr_status_t *st = put_bytes_json(b, t, name);
+        if (st != NULL)
+            return st;
+        nr_buf_putc(b, ']');
+        return NULL;
+    }
+    uint64_t count;
+    size_t es = nr_dtype_size(dt);
+    if (es == 0 || !nr_shape_count(t->dims, t->ndim, &count) || count > t->size / es)
+        return nr_status_new(NR_INTERNAL, "output '%s' has %zu bytes, less than its shape needs",
+                             name, t->size);
+    const char *p = t->data;
+    nr_buf_reserve(b, count * 4);
+    for (uint64_t i = 0; i < count; i++) {
+        if (i)
+            nr_buf_putc(b, ',');
+        const char *e = p + i * es;
+        switch (dt) {
+        case NR_TYPE_BOOL:
+            nr_buf_puts(b, *e ? "true" : "false");
+            break;
+        case NR_TYPE_UINT8:
+            nr_buf_u64(b, *(const uint8_t *)e);
+            break;
+        case NR_TYPE_INT8:
+            nr_buf_i64(b, *(const int8_t *)e);
+            break;
+        case NR_TYPE_UINT16: {
+            uint16_t v;
+            memcpy(&v, e, 2);
+            nr_buf_u64(b, v);
+            break;
+        }
+        case NR_TYPE_INT16: {
+            int16_t v;
+            memcpy(&v, e, 2);
+            nr_buf_i64(b, v);
+            break;
+        }
+        case NR_TYPE_UINT32: {
+            uint32_t v;
+            memcpy(&v, e, 4);
+            nr_buf_u64(b, v);
+            break;
+        }
+        case NR_TYPE_INT32: {
+            int32_t v;
+            memcpy(&v, e, 4);
+            nr_buf_i64(b, v);
+            break;
+        }
+        case NR_TYPE_UINT64: {
+            uint64_t v;
+            memcpy(&v, e, 8);
+            nr_buf_u64(b, v);
+            break;
+        }
+        case NR_TYPE_INT64: {
+            int64_t v;
+            memcpy(&v, e, 8);
+            nr_buf_i64(b, v);
+            break;
+        }
+        case NR_TYPE_FP32: {
+            float v;
+            memcpy(&v, e, 4);
+            nr_http_put_double(b, (double)v);
+            break;
+        }
+        case NR_TYPE_FP64: {
+            double v;
+            memcpy(&v, e, 8);
+            nr_http_put_double(b, v);
+            break;
+        }
+        default:
+            return nr_status_new(NR_INTERNAL, "output '%s' has an unsupported datatype", name);
+        }
+    }
+    nr_buf_putc(b, ']');
+    return NULL;
+}
+
+/* Order of req->outputs[] entries in the response: by output name. */
+static void output_order(const nr_http_infer_t *inf, size_t *ord)
+{
+    const nr_req_t *req = inf->req;
+    const nr_model_config_t *cfg = inf->model->cfg;
+    size_t n = req->n_want;
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    const uint32_t *by_name = inf->model->outputs_by_name;
+    /* rank of config index c = its position in by_name */
+    uint32_t rank_small[64];
+    uint32_t *rank = cfg->n_output <= 64 ? rank_small : nr_malloc(cfg->n_output * sizeof(uint32_t));
+    for (size_t j = 0; j < cfg->n_output; j++)
+        rank[j] = (uint32_t)j;
+    if (by_name != NULL)
+        for (size_t j = 0; j < cfg->n_output; j++)
+            if (by_name[j] < cfg->n_output)
+                rank[by_name[j]] = (uint32_t)j;
+    for (size_t i = 1; i < n; i++) { /* insertion sort: a handful of outputs */
+        size_t x = ord[i], j = i;
+        while (j > 0 && rank[req->want[ord[j - 1]]] > rank[req->want[x]]) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = x;
+    }
+    if (rank != rank_small)
+        free(rank);
+}
+
+static void keep_extra(nr_http_infer_t *inf, char *p)
+{
+    inf->extra = nr_realloc(inf->extra, (inf->n_extra + 1) * sizeof(char *));
+    inf->extra[inf->n_extra++] = p;
+}
+
+nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
+{
+    nr_req_t *req = inf->req;
+    if (req->status != NULL)
+        return nr_status_new(req->status->code, "%s", nr_status_msg(req->status));
+    const nr_model_t *m = inf->model;
+    const nr_model_config_t *cfg = m->cfg;
+    size_t n = req->n_want;
+    size_t *ord = nr_malloc((n ? n : 1) * sizeof(size_t));
+    output_order(inf, ord);
+    struct iovec *iov = nr_malloc((n + 1) * sizeof(struct iovec));
+    size_t n_iov = 1;
+    bool any_binary = false;
+    nr_status_t *st = NULL;
+    nr_buf_t *h = &inf->header;
+    nr_buf_reset(h);
+    nr_buf_putc(h, '{');
+    if (req->id != NULL && req->id[0] != '\0') {
+        nr_buf_puts(h, "\"id\":");
+        nr_buf_json_str(h, req->id, strlen(req->id));
+        nr_buf_putc(h, ',');
+    }
+    nr_buf_puts(h, "\"model_name\":");
+    nr_buf_json_str(h, m->name, strlen(m->name));
+    nr_buf_puts(h, ",\"model_version\":");
+    nr_buf_json_str(h, m->version_str, strlen(m->version_str));
+    nr_buf_puts(h, ",\"outputs\":[");
+    for (size_t k = 0; k < n && st == NULL; k++) {
+        size_t i = ord[k];
+        uint32_t c = req->want[i];
+        if (c >= cfg->n_output) {
+            st = nr_status_new(NR_INTERNAL, "output index %u out of range", c);
+            break;
+        }
+        const char *name = cfg->output[c].name;
+        const nr_tensor_t *t = &req->outputs[i];
+        nr_tensor_t ct;
+        if (inf->class_n[c] > 0) {
+            char *buf = NULL;
+            st = nr_http_classify(t, cfg->max_batch_size > 0, inf->class_n[c],
+                                  nr_http_labels_find(inf->srv, cfg, c), &ct, &buf);
+            if (buf != NULL)
+                keep_extra(inf, buf);
+            if (st != NULL)
+                break;
+            t = &ct;
+        }
+        bool binary = (inf->out_flags[c] & NR_HTTP_OUT_LISTED)
+                          ? (inf->out_flags[c] & NR_HTTP_OUT_BINARY) != 0
+                          : inf->default_binary;
+        if (k)
+            nr_buf_putc(h, ',');
+        nr_buf_puts(h, "{\"name\":");
+        nr_buf_json_str(h, name, strlen(name));
+        nr_buf_puts(h, ",\"datatype\":\"");
+        const char *dts = nr_dtype_kserve_name(t->dtype);
+        nr_buf_puts(h, dts ? dts : "");
+        nr_buf_puts(h, "\",\"shape\":[");
+        for (size_t d = 0; d < t->ndim && d < NR_MAX_DIMS; d++) {
+            if (d)
+                nr_buf_putc(h, ',');
+            nr_buf_i64(h, t->dims[d]);
+        }
+        nr_buf_putc(h, ']');
+        if (binary) {
+            nr_buf_puts(h, ",\"parameters\":{\"binary_data_size\":");
+            nr_buf_u64(h, t->size);
+            nr_buf_puts(h, "}}");
+            if (t->size > 0) {
+                iov[n_iov].iov_base = (void *)t->data;
+                iov[n_iov].iov_len = t->size;
+                n_iov++;
+                any_binary = true;
+            }
+        } else {
+            nr_buf_puts(h, ",\"data\":");
+            st = put_data(h, t, name);
+            nr_buf_putc(h, '}');
+        }
+    }
+    free(ord);
+    if (st != NULL) {
+        free(iov);
+        return st;
+    }
+    nr_buf_puts(h, "]}");
+    iov[0].iov_base = h->data;
+    iov[0].iov_len = h->len;
+    r->status = 200;
+    r->iov = iov;
+    r->n_iov = n_iov;
+    if (any_binary) {
+        r->content_type = "application/octet-stream";
+        r->has_infer_header_len = true;
+        r->infer_header_len = h->len;
+    } else {
+        r->content_type = "application/json";
+    }
+    return NULL;
+}

@@ -1,0 +1,701 @@
+/* http_infer.c - POST /v2/models/<m>[/versions/<v>]/infer, request side:
+ * the body (JSON header + binary chunks, or a raw binary body) becomes an
+ * nr_req_t, which is submitted; the connection thread then waits for done().
+ *
+ * Binary inputs are views into the request body, which the request keeps
+ * until it is freed; JSON `data` is converted once into a buffer per input.
+ * Every size from the wire is checked before anything is allocated: element
+ * counts go through nr_shape_count, and a JSON input can only need as many
+ * elements as its JSON text has bytes. Error texts are Triton's HTTP-layer
+ * texts (no "[request id: ...]" prefix); the core adds its own for model
+ * validation. Nothing here takes a lock except the per-request done() event.
+ */
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char empty_data[1];
+
+/* Triton's TritonJson texts */
+#define T_MISSING "attempt to access non-existing object member '%s'"
+#define T_STRING "attempt to access JSON non-string as string"
+#define T_ARRAY "attempt to access JSON non-array as array"
+#define T_UINT "attempt to access JSON non-unsigned-integer as unsigned-integer"
+#define T_INT "attempt to access JSON non-signed-integer as signed-integer"
+#define T_BOOL "attempt to access JSON non-boolean as boolean"
+#define T_DOUBLE "attempt to access JSON non-number as double"
+#define T_SHAPE "Shape does not match true shape of 'data' field"
+
+static nr_status_t *bad(const char *field, const char *what)
+{
+    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': %s", field, what);
+}
+
+static nr_status_t *missing(const char *field)
+{
+    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " T_MISSING, field, field);
+}
+
+#define member nr_jv_get
+
+/* A required string member: "Unable to parse '<key>': ..." otherwise. */
+static nr_status_t *get_str(const nr_jv_t *obj, const char *key, const char **s, size_t *len)
+{
+    const nr_jv_t *v = member(obj, key);
+    if (v == NULL)
+        return missing(key);
+    if (v->type != NR_JV_STRING)
+        return bad(key, T_STRING);
+    *s = v->u.str;
+    *len = v->n;
+    return NULL;
+}
+
+/* ---- request parameters ------------------------------------------------- */
+
+static bool key_is(const nr_jv_member_t *m, const char *k)
+{
+    size_t n = strlen(k);
+    return m->key_len == n && memcmp(m->key, k, n) == 0;
+}
+
+static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
+{
+    const nr_jv_t *params = member(root, "parameters");
+    if (params == NULL)
+        return NULL;
+    if (params->type != NR_JV_OBJECT)
+        return nr_status_new(NR_INVALID_ARG, "failed to get request params.: attempt to access "
+                                             "JSON non-object as object");
+    nr_req_t *req = inf->req;
+    for (size_t i = 0; i < params->n; i++) {
+        const nr_jv_member_t *m = &params->u.members[i];
+        const nr_jv_t *v = &m->val;
+        if (key_is(m, "sequence_id")) {
+            /* nereid has no sequence batcher: validated, then ignored (Triton
+             * ignores it too for models without sequence batching) */
+            if (!nr_jv_is_uint(v) && v->type != NR_JV_STRING)
+                return bad("sequence_id", T_STRING);
+        } else if (key_is(m, "sequence_start") || key_is(m, "sequence_end")) {
+            if (!nr_jv_is_bool(v))
+                return nr_status_new(NR_INVALID_ARG, "Unable to parse '%.*s': " T_BOOL,
+                                     (int)m->key_len, m->key);
+        } else if (key_is(m, "priority")) {
+            if (!nr_jv_is_uint(v))
+                return bad("priority", T_UINT);
+            uint64_t pr = (uint64_t)v->u.i;
+            req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
+        } else if (key_is(m, "timeout")) {
+            if (!nr_jv_is_uint(v))
+                return bad("timeout", T_UINT);
+            req->timeout_us = (uint64_t)v->u.i;
+        } else if (key_is(m, "binary_data_output")) {
+            if (!nr_jv_is_bool(v))
+                return bad("binary_data_output", T_BOOL);
+            inf->default_binary = v->type == NR_JV_TRUE;
+        } else if (m->key_len >= 7 && memcmp(m->key, "triton_", 7) == 0) {
+            return nr_status_new(NR_INVALID_ARG,
+                                 "parameter keys starting with 'triton_' are reserved for Triton "
+                                 "usage and should not be specified.");
+        } else if (v->type != NR_JV_STRING && !nr_jv_is_number(v) && !nr_jv_is_bool(v)) {
+            return nr_status_new(NR_INVALID_ARG,
+                                 "parameter '%.*s' has invalid type. It should be either 'int', "
+                                 "'bool', or 'string'.",
+                                 (int)m->key_len, m->key);
+        }
+    }
+    return NULL;
+}
+
+/* ---- JSON tensor data --------------------------------------------------- */
+
+typedef struct {
+    nr_dtype_t dt;
+    char *out;
+    uint64_t n, expected;
+} fill_t;
+
+/* Integer ranges per dtype. Triton narrows silently; nereid refuses values
+ * that do not fit (a documented departure). */
+static nr_status_t *int_leaf(fill_t *f, const nr_jv_t *v, uint64_t i)
+{
+    int64_t lo = 0;
+    uint64_t hi = 0;
+    bool is_unsigned = false;
+    switch (f->dt) {
+    case NR_TYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case NR_TYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case NR_TYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case NR_TYPE_INT64: lo = INT64_MIN; hi = INT64_MAX; break;
+    case NR_TYPE_UINT8: hi = UINT8_MAX; is_unsigned = true; break;
+    case NR_TYPE_UINT16: hi = UINT16_MAX; is_unsigned = true; break;
+    case NR_TYPE_UINT32: hi = UINT32_MAX; is_unsigned = true; break;
+    default: hi = UINT64_MAX; is_unsigned = true; break;
+    }
+    if (is_unsigned ? !nr_jv_is_uint(v) : v->type != NR_JV_INT && v->type != NR_JV_UINT)
+        return bad("data", is_unsigned ? T_UINT : T_INT);
+    bool fits = v->type == NR_JV_UINT ? hi == UINT64_MAX
+                                      : (v->u.i >= lo && (v->u.i < 0 || (uint64_t)v->u.i <= hi));
+    if (!fits) {
+        char num[32];
+        if (v->type == NR_JV_UINT)
+            snprintf(num, sizeof(num), "%llu", (unsigned long long)(uint64_t)v->u.i);
+        else
+            snprintf(num, sizeof(num), "%lld", (long long)v->u.i);
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse 'data': value %s is out of range "
+                                             "for %s",
+                             num, nr_dtype_kserve_name(f->dt));
+    }
+    uint64_t u = (uint64_t)v->u.i;
+    size_t es = nr_dtype_size(f->dt);
+    memcpy(f->out + i * es, &u, es); /* little-endian host: the low bytes */
+    return NULL;
+}
+
+static nr_status_t *fill_leaf(fill_t *f, const nr_jv_t *v)
+{
+    if (f->n >= f->expected)
+        return bad("data", T_SHAPE);
+    uint64_t i = f->n++;
+    switch (f->dt) {
+    case NR_TYPE_BOOL:
+        if (!nr_jv_is_bool(v))
+            return bad("data", T_BOOL);
+        ((uint8_t *)f->out)[i] = v->type == NR_JV_TRUE;
+        return NULL;
+    case NR_TYPE_FP32: {
+        if (!nr_jv_is_number(v))
+            return bad("data", T_DOUBLE);
+        float x = (float)nr_jv_number(v);
+        memcpy(f->out + i * 4, &x, 4);
+        return NULL;
+    }
+    case NR_TYPE_FP64: {
+        if (!nr_jv_is_number(v))
+            return bad("data", T_DOUBLE);
+        double d = nr_jv_number(v);
+        memcpy(f->out + i * 8, &d, 8);
+        return NULL;
+    }
+    default:
+        return int_leaf(f, v, i);
+    }
+}
+
+static nr_status_t *fill(fill_t *f, const nr_jv_t *v)
+{
+    if (v->type != NR_JV_ARRAY)
+        return fill_leaf(f, v);
+    for (size_t i = 0; i < v->n; i++) {
+        nr_status_t *st = fill(f, &v->u.items[i]);
+        if (st != NULL)
+            return st;
+    }
+    return NULL;
+}
+
+/* Serialized size of a (nested) BYTES array: 4 + len per string. */
+static nr_status_t *bytes_size(const nr_jv_t *v, uint64_t *size)
+{
+    if (v->type == NR_JV_ARRAY) {
+        for (size_t i = 0; i < v->n; i++) {
+            nr_status_t *st = bytes_size(&v->u.items[i], size);
+            if (st != NULL)
+                return st;
+        }
+        return NULL;
+    }
+    if (v->type != NR_JV_STRING)
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: " T_STRING);
+    if (v->n > UINT32_MAX)
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: element too long");
+    *size += 4 + v->n;
+    return NULL;
+}
+
+static void bytes_fill(const nr_jv_t *v, char **p)
+{
+    if (v->type == NR_JV_ARRAY) {
+        for (size_t i = 0; i < v->n; i++)
+            bytes_fill(&v->u.items[i], p);
+        return;
+    }
+    uint32_t len = (uint32_t)v->n;
+    memcpy(*p, &len, 4);
+    if (v->n)
+        memcpy(*p + 4, v->u.str, v->n);
+    *p += 4 + v->n;
+}
+
+static char *keep_buf(nr_http_infer_t *inf, char *buf)
+{
+    inf->bufs = nr_realloc(inf->bufs, (inf->n_bufs + 1) * sizeof(char *));
+    inf->bufs[inf->n_bufs++] = buf;
+    return buf;
+}
+
+/* Converts `data` of one input. json_len bounds the element count: every
+ * element takes at least one byte of JSON text. */
+static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const char *name,
+                              size_t name_len, nr_dtype_t dt, const int64_t *dims, size_t ndim,
+                              size_t json_len, const void **data, size_t *size)
+{
+    uint64_t count;
+    if (!nr_shape_count(dims, ndim, &count))
+        return bad("data", T_SHAPE);
+    if (count == 0) {
+        *data = empty_data;
+        *size = 0;
+        return NULL;
+    }
+    const nr_jv_t *d = member(in, "data");
+    if (d == NULL || d->type != NR_JV_ARRAY)
+        return bad("data", T_ARRAY);
+    if (dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16)
+        return nr_status_new(NR_INVALID_ARG,
+                             "receiving %s data via JSON is not supported. Please use the binary "
+                             "data format for input %.*s",
+                             nr_dtype_kserve_name(dt), (int)name_len, name);
+    if (dt == NR_TYPE_STRING) {
+        /* the element count is the core's to check (Triton's wording) */
+        uint64_t bytes = 0;
+        nr_status_t *st = bytes_size(d, &bytes);
+        if (st != NULL)
+            return st;
+        char *buf = keep_buf(inf, nr_malloc(bytes ? bytes : 1));
+        char *p = buf;
+        bytes_fill(d, &p);
+        *data = buf;
+        *size = bytes;
+        return NULL;
+    }
+    size_t es = nr_dtype_size(dt);
+    if (count > json_len || es == 0)
+        return bad("data", T_SHAPE);
+    fill_t f = {dt, keep_buf(inf, nr_malloc(count * es)), 0, count};
+    nr_status_t *st = fill(&f, d);
+    if (st == NULL && f.n != count)
+        st = bad("data", T_SHAPE);
+    if (st != NULL)
+        return st;
+    *data = f.out;
+    *size = count * es;
+    return NULL;
+}
+
+/* ---- inputs / outputs --------------------------------------------------- */
+
+typedef struct {
+    const char *bin; /* binary chunks after the JSON header */
+    size_t bin_len, off;
+    size_t json_len;
+} chunks_t;
+
+static nr_status_t *content_check(const nr_jv_t *in, const nr_jv_t **bds, const nr_jv_t **shm)
+{
+    const nr_jv_t *params = member(in, "parameters");
+    bool has_data = member(in, "data") != NULL;
+    *bds = member(params, "binary_data_size");
+    *shm = member(params, "shared_memory_region");
+    int set = (int)has_data + (*bds != NULL) + (*shm != NULL);
+    if (set == 1)
+        return NULL;
+    return nr_status_new(NR_INVALID_ARG,
+                         "Input must set only one of the following fields: 'data', "
+                         "'binary_data_size' in 'parameters', 'shared_memory_region' in "
+                         "'parameters'. But%s%s%s%s",
+                         set == 0 ? " no field is set" : " set", has_data ? " 'data'" : "",
+                         *bds ? " 'binary_data_size'" : "", *shm ? " 'shared_memory_region'" : "");
+}
+
+static nr_status_t *shm_error(const nr_jv_t *region)
+{
+    if (region->type != NR_JV_STRING)
+        return bad("shared_memory_region", T_STRING);
+    /* no region can be registered: nereid has no shared-memory extension */
+    return nr_status_new(NR_INVALID_ARG, "Unable to find shared memory region: '%.*s'",
+                         (int)region->n, region->u.str);
+}
+
+static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_t *ck)
+{
+    const nr_jv_t *bds, *shm;
+    nr_status_t *st = content_check(in, &bds, &shm);
+    if (st != NULL)
+        return st;
+    const char *name, *dts;
+    size_t name_len, dts_len;
+    if ((st = get_str(in, "name", &name, &name_len)) != NULL)
+        return st;
+    if ((st = get_str(in, "datatype", &dts, &dts_len)) != NULL)
+        return st;
+    nr_dtype_t dt = nr_dtype_from_kserve(dts, dts_len);
+    if (dt == NR_TYPE_INVALID)
+        return nr_status_new(NR_INVALID_ARG, "invalid datatype for input %.*s", (int)name_len,
+                             name);
+    const nr_jv_t *shape = member(in, "shape");
+    if (shape == NULL)
+        return missing("shape");
+    if (shape->type != NR_JV_ARRAY)
+        return bad("shape", T_ARRAY);
+    size_t ndim = shape->n;
+    int64_t dims[NR_MAX_DIMS];
+    for (size_t i = 0; i < ndim; i++) {
+        const nr_jv_t *d = &shape->u.items[i];
+        if (!nr_jv_is_uint(d))
+            return bad("shape", T_UINT);
+        if (i >= NR_MAX_DIMS)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "Unable to parse 'shape': input '%.*s' has %zu dimensions, more "
+                                 "than the supported %d",
+                                 (int)name_len, name, ndim, NR_MAX_DIMS);
+        if (d->type == NR_JV_UINT) /* > INT64_MAX: no tensor can have it */
+            return nr_status_new(NR_INVALID_ARG,
+                                 "Unable to parse 'shape': dimension %llu of input '%.*s' is too "
+                                 "large",
+                                 (unsigned long long)(uint64_t)d->u.i, (int)name_len, name);
+        dims[i] = d->u.i;
+    }
+    const void *data = empty_data;
+    size_t size = 0;
+    if (bds != NULL) {
+        if (!nr_jv_is_uint(bds))
+            return bad("binary_data_size", T_UINT);
+        uint64_t want = (uint64_t)bds->u.i;
+        size_t avail = ck->bin_len - ck->off;
+        if (want > avail) {
+            ck->off = ck->bin_len;
+            return nr_status_new(NR_INVALID_ARG,
+                                 "unexpected size for input '%.*s', expecting %llu additional "
+                                 "bytes for model '%s'",
+                                 (int)name_len, name, (unsigned long long)(want - avail),
+                                 inf->model->name);
+        }
+        if (want > 0)
+            data = ck->bin + ck->off;
+        size = (size_t)want;
+        ck->off += size;
+    } else if (shm != NULL) {
+        return shm_error(shm);
+    } else {
+        st = json_data(inf, in, name, name_len, dt, dims, ndim, ck->json_len, &data, &size);
+        if (st != NULL)
+            return st;
+    }
+    return nr_req_add_input(inf->req, name, name_len, dt, dims, ndim, data, size);
+}
+
+static int cfg_output_index(const nr_model_config_t *cfg, const char *name, size_t len)
+{
+    for (size_t i = 0; i < cfg->n_output; i++)
+        if (strlen(cfg->output[i].name) == len && memcmp(cfg->output[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+static nr_status_t *parse_output(nr_http_infer_t *inf, const nr_jv_t *o)
+{
+    const nr_jv_t *params = member(o, "parameters");
+    const nr_jv_t *cls = member(params, "classification");
+    const nr_jv_t *shm = member(params, "shared_memory_region");
+    if (cls != NULL && shm != NULL)
+        return nr_status_new(NR_INVALID_ARG,
+                             "Output can't set both 'shared_memory_region' and 'classification'");
+    const char *name;
+    size_t len;
+    nr_status_t *st = get_str(o, "name", &name, &len);
+    if (st == NULL)
+        st = nr_req_add_output(inf->req, name, len);
+    if (st != NULL)
+        return st;
+    uint64_t class_n = 0;
+    if (cls != NULL) {
+        if (!nr_jv_is_uint(cls))
+            return nr_status_new(NR_INVALID_ARG, "Unable to set 'classification': " T_UINT);
+        class_n = (uint64_t)cls->u.i;
+    }
+    if (shm != NULL)
+        return shm_error(shm);
+    const nr_jv_t *bin = member(params, "binary_data");
+    if (bin != NULL && !nr_jv_is_bool(bin))
+        return bad("binary_data", T_BOOL);
+    int idx = cfg_output_index(inf->model->cfg, name, len);
+    if (idx >= 0 && !(inf->out_flags[idx] & NR_HTTP_OUT_LISTED)) {
+        bool b = bin != NULL && bin->type == NR_JV_TRUE;
+        inf->out_flags[idx] = NR_HTTP_OUT_LISTED | (b ? NR_HTTP_OUT_BINARY : 0);
+        inf->class_n[idx] = class_n;
+    }
+    return NULL;
+}
+
+static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
+{
+    const nr_jv_t *root;
+    nr_status_t *st = nr_json_parse(inf->body, hlen, &inf->doc, &root);
+    if (st != NULL)
+        return st;
+    const nr_jv_t *id = member(root, "id");
+    if (id != NULL) {
+        if (id->type != NR_JV_STRING)
+            return bad("id", T_STRING);
+        nr_req_set_id(inf->req, id->u.str, id->n);
+    }
+    if ((st = parse_params(inf, root)) != NULL)
+        return st;
+    const nr_jv_t *inputs = member(root, "inputs");
+    if (inputs == NULL)
+        return missing("inputs");
+    if (inputs->type != NR_JV_ARRAY)
+        return bad("inputs", T_ARRAY);
+    chunks_t ck = {inf->body + hlen, inf->body_len - hlen, 0, hlen};
+    for (size_t i = 0; i < inputs->n; i++)
+        if ((st = parse_input(inf, &inputs->u.items[i], &ck)) != NULL)
+            return st;
+    if (ck.off != ck.bin_len)
+        return nr_status_new(NR_INVALID_ARG, "unexpected additional input data for model '%s'",
+                             inf->model->name);
+    const nr_jv_t *outputs = member(root, "outputs");
+    if (outputs == NULL)
+        return NULL;
+    if (outputs->type != NR_JV_ARRAY)
+        return bad("outputs", T_ARRAY);
+    for (size_t i = 0; i < outputs->n; i++)
+        if ((st = parse_output(inf, &outputs->u.items[i])) != NULL)
+            return st;
+    return NULL;
+}
+
+/* Header length 0: the whole body is the only input of a one-input model,
+ * with batch 1 prepended; outputs default to binary (Triton's raw request). */
+static nr_status_t *parse_raw(nr_http_infer_t *inf)
+{
+    const nr_model_config_t *cfg = inf->model->cfg;
+    nr_req_t *req = inf->req;
+    inf->raw = true;
+    inf->default_binary = true;
+    if (cfg->n_input != 1)
+        return nr_req_error(req, NR_INVALID_ARG,
+                            "Raw request must only have 1 input (found 1) to be deduced but got "
+                            "%zu inputs in '%s' model configuration",
+                            cfg->n_input, inf->model->name);
+    const nr_cfg_input_t *in = &cfg->input[0];
+    int64_t dims[NR_MAX_DIMS];
+    size_t nd = 0;
+    if (cfg->max_batch_size > 0)
+        dims[nd++] = 1;
+    const void *data = inf->body_len ? inf->body : empty_data;
+    size_t size = inf->body_len;
+    if (in->data_type == NR_TYPE_STRING) {
+        if (in->dims.n != 1 || in->dims.v[0] != 1)
+            return nr_req_error(req, NR_INVALID_ARG,
+                                "For BYTE datatype raw input '%s', the model must have input "
+                                "shape [1]",
+                                in->name);
+        dims[nd++] = 1;
+        /* one element: the body, behind its 4-byte length */
+        if (inf->body_len > UINT32_MAX)
+            return nr_req_error(req, NR_INVALID_ARG, "raw BYTES input larger than 4 GiB");
+        char *buf = keep_buf(inf, nr_malloc(inf->body_len + 4));
+        uint32_t l = (uint32_t)inf->body_len;
+        memcpy(buf, &l, 4);
+        if (inf->body_len)
+            memcpy(buf + 4, inf->body, inf->body_len);
+        data = buf;
+        size = inf->body_len + 4;
+    } else {
+        size_t es = nr_dtype_size(in->data_type);
+        if (es == 0 || nd + in->dims.n > NR_MAX_DIMS)
+            return nr_req_error(req, NR_INVALID_ARG, "unsupported raw input for model '%s'",
+                                inf->model->name);
+        uint64_t known = 1;
+        for (size_t i = 0; i < in->dims.n; i++)
+            if (in->dims.v[i] >= 0 && nr_mul_overflow(known, (uint64_t)in->dims.v[i], &known))
+                known = 0;
+        uint64_t elems = inf->body_len / es;
+        bool first = true;
+        for (size_t i = 0; i < in->dims.n; i++) {
+            int64_t d = in->dims.v[i];
+            if (d < 0) {
+                d = first && known ? (int64_t)(elems / known) : (first ? 0 : 1);
+                first = false;
+            }
+            dims[nd++] = d;
+        }
+        uint64_t cnt, expect;
+        if (!nr_shape_count(dims, nd, &cnt) || nr_mul_overflow(cnt, es, &expect) ||
+            expect != inf->body_len)
+            return nr_req_error(req, NR_INVALID_ARG,
+                                "input byte size mismatch for input 'raw_input' for model '%s'. "
+                                "Expected %llu, got %zu",
+                                inf->model->name,
+                                (unsigned long long)(nr_shape_count(dims, nd, &cnt) &&
+                                                             !nr_mul_overflow(cnt, es, &expect)
+                                                         ? expect
+                                                         : 0),
+                                inf->body_len);
+    }
+    return nr_req_add_input(req, in->name, strlen(in->name), in->data_type, dims, nd, data, size);
+}
+
+nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_model_t *model, char *body,
+                                 size_t body_len, const char *ihcl)
+{
+    size_t n_out = model->cfg->n_output;
+    inf->model = model;
+    inf->body = body;
+    inf->body_len = body_len;
+    inf->out_flags = nr_calloc(n_out ? n_out : 1, 1);
+    inf->class_n = nr_calloc(n_out ? n_out : 1, sizeof(uint64_t));
+    inf->req = nr_req_new(model);
+    inf->req->frontend = inf;
+    size_t hlen = body_len;
+    if (ihcl != NULL) {
+        /* atoi semantics as Triton: garbage reads as 0 (a raw request) */
+        char *end;
+        errno = 0;
+        long long v = strtoll(ihcl, &end, 10);
+        if (end == ihcl)
+            v = 0;
+        if (errno == ERANGE || v < 0 || (unsigned long long)v > body_len)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "inference header size should be in range (0, %zu), got: %s",
+                                 body_len, ihcl);
+        hlen = (size_t)v;
+    }
+    if (hlen == 0)
+        return parse_raw(inf);
+    return parse_json(inf, hlen);
+}
+
+void nr_http_infer_free(nr_http_infer_t *inf)
+{
+    if (inf == NULL)
+        return;
+    if (inf->req != NULL)
+        nr_req_free(inf->req);
+    nr_json_free(inf->doc);
+    for (size_t i = 0; i < inf->n_bufs; i++)
+        free(inf->bufs[i]);
+    free(inf->bufs);
+    for (size_t i = 0; i < inf->n_extra; i++)
+        free(inf->extra[i]);
+    free(inf->extra);
+    free(inf->body);
+    free(inf->out_flags);
+    free(inf->class_n);
+    nr_buf_free(&inf->header);
+    if (inf->sync_init) {
+        pthread_mutex_destroy(&inf->mu);
+        pthread_cond_destroy(&inf->cv);
+    }
+    free(inf);
+}
+
+/* ---- submit and wait ------------------------------------------------------ */
+
+static void on_done(nr_req_t *req, void *arg)
+{
+    nr_http_infer_t *inf = arg;
+    (void)req;
+    pthread_mutex_lock(&inf->mu);
+    inf->finished = true;
+    pthread_cond_signal(&inf->cv);
+    pthread_mutex_unlock(&inf->mu);
+}
+
+static void free_cb(void *arg)
+{
+    nr_http_infer_free(arg);
+}
+
+void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_model_t *m = NULL;
+    nr_status_t *st = nr_repo_get(s->repo, q->model, q->model_len, q->version, &m);
+    if (st != NULL) {
+        nr_http_error(r, st);
+        return;
+    }
+    nr_http_enc_t enc = nr_http_request_encoding(q->content_encoding);
+    if (enc == NR_ENC_UNKNOWN) {
+        nr_http_error_msg(r, 501, "Unsupported compression type");
+        r->accept_encoding_hint = true;
+        return;
+    }
+    char *body;
+    size_t len;
+    if (enc == NR_ENC_IDENTITY) {
+        body = q->body_owned;
+        len = q->body_len;
+        q->body_owned = NULL;
+        if (body == NULL) {
+            body = nr_malloc(len ? len : 1);
+            if (len)
+                memcpy(body, q->body, len);
+        }
+    } else {
+        st = nr_http_inflate(q->body, q->body_len, s->opts.max_input_size, &body, &len);
+        if (st != NULL) {
+            nr_http_error(r, st);
+            return;
+        }
+    }
+    nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
+    inf->srv = s;
+    st = nr_http_infer_parse(inf, m, body, len, q->infer_header_len);
+    if (st == NULL) {
+        pthread_mutex_init(&inf->mu, NULL);
+        pthread_cond_init(&inf->cv, NULL);
+        inf->sync_init = true;
+        inf->req->done = on_done;
+        inf->req->done_arg = inf;
+        st = nr_model_submit(m, inf->req);
+    }
+    if (st != NULL) {
+        nr_http_infer_free(inf);
+        nr_http_error(r, st);
+        return;
+    }
+    pthread_mutex_lock(&inf->mu);
+    while (!inf->finished)
+        pthread_cond_wait(&inf->cv, &inf->mu);
+    pthread_mutex_unlock(&inf->mu);
+
+    st = nr_http_infer_encode(inf, r);
+    if (st != NULL) {
+        nr_http_infer_free(inf);
+        nr_http_error(r, st);
+        return;
+    }
+    r->free_fn = free_cb;
+    r->free_arg = inf;
+    nr_http_enc_t out_enc = nr_http_response_encoding(q->accept_encoding);
+    if (out_enc == NR_ENC_IDENTITY)
+        return;
+    nr_buf_t z;
+    nr_buf_init(&z);
+    st = nr_http_deflate(out_enc, r->iov, r->n_iov, &z);
+    if (st != NULL) {
+        /* send it uncompressed rather than fail the inference */
+        NR_LOG_VERBOSE(1, "response compression failed: %s", nr_status_msg(st));
+        nr_status_free(st);
+        nr_buf_free(&z);
+        return;
+    }
+    free(r->iov);
+    r->iov = NULL;
+    r->n_iov = 0;
+    r->free_fn = NULL;
+    r->free_arg = NULL;
+    nr_http_infer_free(inf);
+    nr_buf_free(&r->body);
+    r->body = z;
+    r->content_encoding = out_enc == NR_ENC_GZIP ? "gzip" : "deflate";
+}

@@ -1,0 +1,609 @@
+/* http_server.c - the HTTP/REST daemon: libmicrohttpd with one thread per
+ * connection (so the infer handler may block until its request is done),
+ * a routing table (method + path pattern -> handler), request bodies
+ * accumulated into one buffer sized from Content-Length and checked against
+ * --http-max-input-size before anything is allocated, and nr_http_resp_t ->
+ * MHD_Response (JSON buffers, or iovecs over output tensors without a copy).
+ *
+ * Routes (query strings are ignored; paths are exact and case-sensitive):
+ *   GET  /v2                                    server metadata
+ *   GET  /v2/health/live | /v2/health/ready     200 / 400, empty
+ *   GET  /v2/models/stats                       every model's statistics
+ *   GET  /v2/models/<m>[/versions/<v>]          model metadata
+ *   GET  .../ready | .../config | .../stats
+ *   POST .../infer
+ *   POST .../generate | .../generate_stream    501 (not supported)
+ *   POST /v2/repository[/<r>]/index
+ *   POST /v2/repository[/<r>]/models/<m>/load | unload
+ * A known path with the wrong method answers 405, anything else 404.
+ */
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+typedef void (*handler_fn)(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+
+typedef enum {
+    R_NONE,
+    R_SERVER_META,
+    R_LIVE,
+    R_READY,
+    R_ALL_STATS,
+    R_MODEL_META,
+    R_MODEL_READY,
+    R_MODEL_CONFIG,
+    R_MODEL_STATS,
+    R_INFER,
+    R_GENERATE,
+    R_REPO_INDEX,
+    R_REPO_CONTROL,
+} route_id_t;
+
+static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+static void h_live(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+static void h_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+
+/* The routing table: which method each path pattern takes, who answers it,
+ * and whether its body is read (others are drained and dropped). */
+static const struct {
+    const char *method;
+    handler_fn fn;
+    bool body;
+} routes[] = {
+    [R_NONE] = {NULL, NULL, false},
+    [R_SERVER_META] = {"GET", h_server_meta, false},
+    [R_LIVE] = {"GET", h_live, false},
+    [R_READY] = {"GET", h_ready, false},
+    [R_ALL_STATS] = {"GET", nr_http_model_stats, false},
+    [R_MODEL_META] = {"GET", nr_http_model_metadata, false},
+    [R_MODEL_READY] = {"GET", nr_http_model_ready, false},
+    [R_MODEL_CONFIG] = {"GET", nr_http_model_config, false},
+    [R_MODEL_STATS] = {"GET", nr_http_model_stats, false},
+    [R_INFER] = {"POST", nr_http_infer, true},
+    [R_GENERATE] = {"POST", h_generate, false},
+    [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
+    [R_REPO_CONTROL] = {"POST", h_repo_control, false},
+};
+
+/* What the path says, besides the route. */
+typedef struct {
+    route_id_t id;
+    const char *model; size_t model_len;
+    int64_t version;
+    bool bad_version;          /* [0-9]+ beyond int64 */
+    const char *vstr; size_t vlen;
+    bool has_repo; /* /v2/repository/<r>/... */
+} match_t;
+
+/* Per HTTP request state (MHD's con_cls). */
+typedef struct {
+    bool body_wanted;
+    bool responded;     /* a response is already queued */
+    uint64_t too_large; /* bytes seen once the body passed the limit; 0 = fine */
+    char *body;
+    size_t len, cap;
+} conn_req_t;
+
+/* ---- routing ---------------------------------------------------------------- */
+
+static bool take(const char **p, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (strncmp(*p, lit, n) != 0)
+        return false;
+    *p += n;
+    return true;
+}
+
+/* Takes "<segment>" up to the next '/' or the end; false if empty. */
+static bool segment(const char **p, const char **seg, size_t *len)
+{
+    const char *s = *p;
+    const char *e = strchr(s, '/');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == 0)
+        return false;
+    *seg = s;
+    *len = n;
+    *p = s + n;
+    return true;
+}
+
+/* [0-9]+; *overflow when it does not fit an int64 (Triton's stoll fails) */
+static bool digits(const char *s, size_t n, int64_t *out, bool *overflow)
+{
+    if (n == 0)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        int d = s[i] - '0';
+        if (v > (INT64_MAX - d) / 10)
+            *overflow = true;
+        else
+            v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+static void route_models(const char *p, match_t *m)
+{
+    if (strcmp(p, "stats") == 0) {
+        m->id = R_ALL_STATS;
+        return;
+    }
+    if (!segment(&p, &m->model, &m->model_len))
+        return;
+    if (take(&p, "/versions/")) {
+        const char *v;
+        size_t vn;
+        if (!segment(&p, &v, &vn) || !digits(v, vn, &m->version, &m->bad_version))
+            return;
+        m->vstr = v;
+        m->vlen = vn;
+    }
+    if (*p == '\0')
+        m->id = R_MODEL_META;
+    else if (strcmp(p, "/ready") == 0)
+        m->id = R_MODEL_READY;
+    else if (strcmp(p, "/config") == 0)
+        m->id = R_MODEL_CONFIG;
+    else if (strcmp(p, "/stats") == 0)
+        m->id = R_MODEL_STATS;
+    else if (strcmp(p, "/infer") == 0)
+        m->id = R_INFER;
+    else if (strcmp(p, "/generate") == 0 || strcmp(p, "/generate_stream") == 0)
+        m->id = R_GENERATE;
+}
+
+static void route_repository(const char *p, match_t *m)
+{
+    /* "[<r>/]index" or "[<r>/]models/<m>/(load|unload)" */
+    const char *q = p;
+    const char *seg;
+    size_t n;
+    if (strcmp(q, "index") != 0 && strncmp(q, "models/", 7) != 0) {
+        if (!segment(&q, &seg, &n) || *q != '/')
+            return;
+        q++;
+        m->has_repo = true;
+    }
+    if (strcmp(q, "index") == 0) {
+        m->id = R_REPO_INDEX;
+        return;
+    }
+    if (!take(&q, "models/") || !segment(&q, &m->model, &m->model_len))
+        return;
+    if (strcmp(q, "/load") == 0 || strcmp(q, "/unload") == 0)
+        m->id = R_REPO_CONTROL;
+}
+
+static match_t route(const char *url)
+{
+    match_t m = {R_NONE, NULL, 0, -1, false, NULL, 0, false};
+    const char *p = url;
+    if (strcmp(p, "/v2") == 0)
+        m.id = R_SERVER_META;
+    else if (strcmp(p, "/v2/health/live") == 0)
+        m.id = R_LIVE;
+    else if (strcmp(p, "/v2/health/ready") == 0)
+        m.id = R_READY;
+    else if (take(&p, "/v2/models/"))
+        route_models(p, &m);
+    else if (take(&p, "/v2/repository/"))
+        route_repository(p, &m);
+    if (m.id == R_NONE)
+        m.model = NULL, m.model_len = 0, m.version = -1;
+    return m;
+}
+
+/* ---- small handlers --------------------------------------------------------- */
+
+static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_buf_reset(&r->body);
+    nr_buf_append(&r->body, s->server_meta, s->server_meta_len);
+    nr_http_json_ok(r);
+}
+
+static void h_live(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_http_empty(r, 200);
+}
+
+static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    bool ready = !atomic_load(&s->quiesced) &&
+                 (!s->opts.strict_readiness || nr_repo_all_ready(s->repo));
+    nr_http_empty(r, ready ? 200 : 400);
+}
+
+static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_http_error_msg(r, 501, "the generate extension is not supported");
+}
+
+static void h_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    if (q->has_repo) {
+        nr_http_error_msg(r, 501, "'repository_name' specification is not supported");
+        return;
+    }
+    /* --model-control-mode=none: the model set is fixed after startup */
+    nr_http_error_msg(r, 503, "explicit model load / unload is not allowed if polling is enabled");
+}
+
+/* ---- responses ---------------------------------------------------------------- */
+
+void nr_http_resp_init(nr_http_resp_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    nr_buf_init(&r->body);
+    r->status = 500;
+}
+
+void nr_http_resp_release(nr_http_resp_t *r)
+{
+    nr_buf_free(&r->body);
+    free(r->iov);
+    r->iov = NULL;
+    if (r->free_fn != NULL)
+        r->free_fn(r->free_arg);
+    r->free_fn = NULL;
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
+{
+    struct MHD_Response *mr;
+    if (r->iov != NULL) {
+        struct MHD_IoVec small[8] = {{0}};
+        struct MHD_IoVec *mv = r->n_iov <= 8 ? small : nr_malloc(r->n_iov * sizeof(*mv));
+        for (size_t i = 0; i < r->n_iov; i++) {
+            mv[i].iov_base = r->iov[i].iov_base;
+            mv[i].iov_len = r->iov[i].iov_len;
+        }
+        mr = MHD_create_response_from_iovec(mv, (unsigned)r->n_iov, r->free_fn, r->free_arg);
+        if (mv != small)
+            free(mv);
+        if (mr != NULL)
+            r->free_fn = NULL; /* the response owns it now */
+        nr_http_resp_release(r);
+    } else {
+        size_t len = r->body.len;
+        char *data = nr_buf_steal(&r->body, NULL);
+        mr = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+        if (mr == NULL)
+            free(data);
+        nr_http_resp_release(r);
+    }
+    if (mr == NULL)
+        return MHD_NO;
+    if (r->content_type != NULL)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+    if (r->has_infer_header_len) {
+        char tmp[24];
+        snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)r->infer_header_len);
+        MHD_add_response_header(mr, "Inference-Header-Content-Length", tmp);
+    }
+    if (r->content_encoding != NULL)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, r->content_encoding);
+    if (r->accept_encoding_hint)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip, deflate");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
+{
+    nr_http_resp_t r;
+    nr_http_resp_init(&r);
+    nr_http_error_msg(&r, status, msg);
+    return send_resp(c, &r);
+}
+
+static enum MHD_Result too_large(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
+                                 unsigned long long n)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg),
+             "request body size of %llu bytes exceeds the maximum allowed value of %llu bytes "
+             "(--http-max-input-size)",
+             n, (unsigned long long)s->opts.max_input_size);
+    rq->responded = true;
+    free(rq->body);
+    rq->body = NULL;
+    rq->len = rq->cap = 0;
+    return send_error(c, 400, msg);
+}
+
+/* ---- the access handler ---------------------------------------------------- */
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result first_call(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
+                                  const char *url, const char *method)
+{
+    match_t m = route(url);
+    rq->body_wanted = m.id != R_NONE && strcmp(method, routes[m.id].method) == 0 &&
+                      routes[m.id].body;
+    const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL) {
+        unsigned long long n = strtoull(cl, NULL, 10);
+        if (n > s->opts.max_input_size)
+            return too_large(s, c, rq, n);
+        if (rq->body_wanted && n > 0) {
+            rq->body = malloc((size_t)n);
+            if (rq->body == NULL) {
+                rq->responded = true;
+                return send_error(c, 503, "unable to allocate the request body");
+            }
+            rq->cap = (size_t)n;
+        }
+    }
+    return MHD_YES;
+}
+
+/* Body bytes as they arrive. MHD cannot queue an answer while a body is
+ * being received, so a body that grows past the limit (chunked, or longer
+ * than its Content-Length) is dropped from there on and refused at its end. */
+static enum MHD_Result upload(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
+                              const char *data, size_t n)
+{
+    if (rq->responded || !rq->body_wanted)
+        return MHD_YES;
+    if (rq->too_large > 0 || n > s->opts.max_input_size - rq->len) {
+        if (rq->too_large == 0) {
+            free(rq->body);
+            rq->body = NULL;
+            rq->cap = 0;
+            rq->too_large = rq->len;
+        }
+        rq->too_large += n;
+        return MHD_YES;
+    }
+    if (rq->len + n > rq->cap) { /* chunked, or more than Content-Length said */
+        size_t cap = rq->cap ? rq->cap : 4096;
+        while (cap < rq->len + n)
+            cap *= 2;
+        if (cap > s->opts.max_input_size)
+            cap = (size_t)s->opts.max_input_size;
+        char *nb = realloc(rq->body, cap);
+        if (nb == NULL) {
+            rq->too_large = rq->len + n; /* refused at the end like a big body */
+            free(rq->body);
+            rq->body = NULL;
+            rq->cap = 0;
+            return MHD_YES;
+        }
+        rq->body = nb;
+        rq->cap = cap;
+    }
+    memcpy(rq->body + rq->len, data, n);
+    rq->len += n;
+    return MHD_YES;
+}
+
+/* The body is complete: route again (the views point into this call's url)
+ * and run the handler. */
+static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
+                                const char *url, const char *method)
+{
+    nr_http_resp_t r;
+    nr_http_resp_init(&r);
+    match_t m = route(url);
+    if (m.id == R_NONE) {
+        nr_http_error_msg(&r, 404, "Not Found");
+        return send_resp(c, &r);
+    }
+    if (strcmp(method, routes[m.id].method) != 0) {
+        nr_http_error_msg(&r, 405, "Method Not Allowed");
+        return send_resp(c, &r);
+    }
+    if (m.bad_version) {
+        nr_http_error(&r, nr_status_new(NR_INVALID_ARG,
+                                        "failed to get model version from specified version "
+                                        "string '%.*s' (details: stoll), version should be an "
+                                        "integral value > 0",
+                                        (int)m.vlen, m.vstr));
+        return send_resp(c, &r);
+    }
+    nr_http_req_t q = {0};
+    q.method = method;
+    q.model = m.model;
+    q.model_len = m.model_len;
+    q.version = m.version;
+    q.has_repo = m.has_repo;
+    q.body = rq->body ? rq->body : "";
+    q.body_len = rq->len;
+    q.body_owned = rq->body;
+    q.content_encoding = header(c, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    q.accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    q.infer_header_len = header(c, "Inference-Header-Content-Length");
+    routes[m.id].fn(s, &q, &r);
+    if (q.body_owned == NULL) { /* the handler took the body */
+        rq->body = NULL;
+        rq->len = rq->cap = 0;
+    }
+    return send_resp(c, &r);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    nr_http_server_t *s = cls;
+    conn_req_t *rq = *con_cls;
+    if (rq == NULL) {
+        rq = nr_calloc(1, sizeof(*rq));
+        *con_cls = rq;
+        return first_call(s, c, rq, url, method);
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        return upload(s, c, rq, upload_data, n);
+    }
+    if (rq->responded)
+        return MHD_YES;
+    if (rq->too_large > 0)
+        return too_large(s, c, rq, rq->too_large);
+    rq->responded = true;
+    return dispatch(s, c, rq, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    conn_req_t *rq = *con_cls;
+    if (rq == NULL)
+        return;
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fm, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fm, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    /* connection-level trouble (resets, bad requests) is per request: verbose only */
+    NR_LOG_VERBOSE(1, "HTTP: %s", msg);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+static bool resolve(const char *addr, int port, struct sockaddr_storage *ss, bool *v6)
+{
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *v6 = false;
+        return true;
+    }
+    if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *v6 = true;
+        return true;
+    }
+    struct addrinfo hints = {0}, *res = NULL; /* a host name: startup only */
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if (getaddrinfo(addr, NULL, &hints, &res) != 0 || res == NULL)
+        return false;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *v6 = res->ai_family == AF_INET6;
+    if (*v6)
+        a6->sin6_port = htons((uint16_t)port);
+    else
+        a4->sin_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+    return true;
+}
+
+static void server_free(nr_http_server_t *s)
+{
+    nr_http_labels_free(s);
+    free(s->server_meta);
+    free((char *)s->opts.address);
+    free((char *)s->opts.server_id);
+    free((char *)s->opts.server_version);
+    free(s);
+}
+
+nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_http_server_t **out)
+{
+    *out = NULL;
+    nr_http_server_t *s = nr_calloc(1, sizeof(*s));
+    s->opts = *opts;
+    s->opts.address = nr_strdup(opts->address ? opts->address : "0.0.0.0");
+    s->opts.server_id = nr_strdup(opts->server_id ? opts->server_id : "triton");
+    s->opts.server_version = nr_strdup(opts->server_version ? opts->server_version : "");
+    if (s->opts.max_input_size == 0)
+        s->opts.max_input_size = NR_DEFAULT_HTTP_MAX_INPUT;
+    s->repo = repo;
+    atomic_init(&s->quiesced, false);
+    s->server_meta = nr_http_server_meta_render(&s->opts, &s->server_meta_len);
+    nr_http_labels_load(s);
+
+    struct sockaddr_storage ss;
+    bool v6 = false;
+    if (!resolve(s->opts.address, opts->port, &ss, &v6)) {
+        nr_status_t *st = nr_status_new(NR_INVALID_ARG, "invalid --http-address '%s'",
+                                        s->opts.address);
+        server_free(s);
+        return st;
+    }
+    /* One thread per connection: the infer handler blocks on its request.
+     * (MHD_USE_TURBO only changes epoll mode, which this mode cannot use.)
+     * --http-thread-count has no meaning here: MHD allows no thread pool
+     * together with thread-per-connection. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)opts->port, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(256 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+    if (s->daemon == NULL) {
+        nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ",
+                                        s->opts.address, opts->port);
+        server_free(s);
+        return st;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : opts->port;
+    *out = s;
+    return NULL;
+}
+
+int nr_http_port(const nr_http_server_t *srv)
+{
+    return srv->port;
+}
+
+void nr_http_quiesce(nr_http_server_t *srv)
+{
+    if (srv == NULL || atomic_exchange(&srv->quiesced, true))
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+void nr_http_stop(nr_http_server_t *srv)
+{
+    if (srv == NULL)
+        return;
+    if (!atomic_load(&srv->quiesced))
+        nr_http_quiesce(srv);
+    MHD_stop_daemon(srv->daemon);
+    server_free(srv);
+}

@@ -1,0 +1,389 @@
+/* test_core.c - the core without HTTP or ONNX Runtime: request validation
+ * texts, the scheduler's batching, instance threads and statistics, driven by
+ * a test backend whose execution the test can hold and release.
+ */
+#include "../../src/common/alloc.h"
+#include "../../src/core/model.h"
+#include "nr_test.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- a test backend: identity on input 0, execution can be held ---- */
+static pthread_mutex_t tb_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tb_cv = PTHREAD_COND_INITIALIZER;
+static bool tb_hold;
+static int tb_running;
+static int tb_nexec;
+static uint64_t tb_sizes[256];
+
+typedef struct { nr_hold_t h; void *mem; } tb_hold_t;
+static void tb_release(nr_hold_t *h)
+{
+    tb_hold_t *t = (tb_hold_t *)h;
+    free(t->mem);
+    free(t);
+}
+
+static nr_status_t *tb_load(const nr_model_config_t *cfg, const char *dir, const char *path,
+                            void **state)
+{
+    *state = (void *)cfg;
+    return NULL;
+}
+static nr_status_t *tb_inst(void *ms, const nr_instance_info_t *info, void **is)
+{
+    *is = ms;
+    return NULL;
+}
+static nr_status_t *tb_exec(void *is, nr_batch_t *b)
+{
+    const nr_model_config_t *cfg = is;
+    pthread_mutex_lock(&tb_mu);
+    tb_sizes[tb_nexec++ & 255] = b->total_batch_size;
+    tb_running++;
+    pthread_cond_broadcast(&tb_cv);
+    while (tb_hold)
+        pthread_cond_wait(&tb_cv, &tb_mu);
+    tb_running--;
+    pthread_mutex_unlock(&tb_mu);
+    for (size_t i = 0; i < b->n; i++) {
+        nr_batch_item_t *it = b->items[i];
+        for (size_t k = 0; k < it->n_want; k++) {
+            const nr_tensor_t *in = &it->inputs[0];
+            nr_tensor_t *out = &it->outputs[k];
+            tb_hold_t *h = nr_calloc(1, sizeof(*h));
+            h->mem = nr_malloc(in->size);
+            memcpy(h->mem, in->data, in->size);
+            atomic_init(&h->h.refs, 1);
+            h->h.release = tb_release;
+            out->name = cfg->output[it->want[k]].name;
+            out->dtype = in->dtype;
+            out->ndim = in->ndim;
+            memcpy(out->dims, in->dims, sizeof(in->dims));
+            out->data = h->mem;
+            out->size = in->size;
+            out->hold = &h->h;
+        }
+    }
+    b->input_end_ns = nr_now_ns();
+    b->infer_end_ns = nr_now_ns();
+    return NULL;
+}
+static void tb_inst_destroy(void *is) {}
+static void tb_unload(void *ms) {}
+static const nr_backend_t test_backend = {"test", NR_BACKEND_ABI_VERSION, NULL, tb_load, tb_inst,
+                                          tb_exec, tb_inst_destroy, tb_unload};
+
+static void tb_set_hold(bool h)
+{
+    pthread_mutex_lock(&tb_mu);
+    tb_hold = h;
+    pthread_cond_broadcast(&tb_cv);
+    pthread_mutex_unlock(&tb_mu);
+}
+static void tb_wait_running(int n)
+{
+    pthread_mutex_lock(&tb_mu);
+    while (tb_running < n)
+        pthread_cond_wait(&tb_cv, &tb_mu);
+    pthread_mutex_unlock(&tb_mu);
+}
+
+/* ---- helpers ---- */
+static nr_model_t *load_model(const char *pbtxt)
+{
+    nr_model_config_t *cfg;
+    nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
+    if (st) {
+        fprintf(stderr, "parse: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    nr_cfg_normalize(cfg);
+    nr_cfg_fill_instance_groups(cfg, 1, 0);
+    st = nr_cfg_validate(cfg, cfg->name);
+    if (st) {
+        fprintf(stderr, "validate: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->cfg = cfg;
+    m->version = 1;
+    m->backend = &test_backend;
+    st = nr_model_load(m, "dir", "dir/1/model", 1);
+    if (st) {
+        fprintf(stderr, "load: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    m->state = NR_MODEL_READY;
+    return m;
+}
+
+static void unload_model(nr_model_t *m)
+{
+    nr_model_unload(m);
+    nr_cfg_free((nr_model_config_t *)m->cfg);
+    free(m);
+}
+
+static const char SIMPLE[] =
+    "name: \"simple\"\nbackend: \"onnxruntime\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n"
+    "input [ { name: \"INPUT0\" data_type: TYPE_INT32 dims: [ 16 ] },"
+    "        { name: \"INPUT1\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n"
+    "output [ { name: \"OUTPUT1\" data_type: TYPE_INT32 dims: [ 16 ] },"
+    "         { name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n";
+
+static int32_t zeros[8 * 16];
+
+static nr_status_t *add(nr_req_t *r, const char *name, nr_dtype_t dt, int64_t b, int64_t n,
+                        size_t size)
+{
+    int64_t dims[2] = {b, n};
+    return nr_req_add_input(r, name, strlen(name), dt, dims, 2, zeros, size);
+}
+
+static char *submit_error(nr_model_t *m, nr_req_t *r)
+{
+    nr_status_t *st = nr_model_submit(m, r);
+    char *msg = st ? nr_strdup(st->msg) : NULL;
+    nr_status_free(st);
+    return msg;
+}
+
+/* ---- validation texts (Triton 2.51's wording) ---- */
+NR_TEST(validate_missing_input)
+{
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    nr_req_t *r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
+    char *msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: <id_unknown>] expected 2 inputs but got 1 inputs for model "
+                      "'simple'. Got input(s) ['INPUT0'], but missing required input(s) "
+                      "['INPUT1']. Please provide all required input(s).");
+    free(msg);
+    nr_req_free(r);
+    unload_model(m);
+}
+
+NR_TEST(validate_extra_input_and_id)
+{
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    nr_req_t *r = nr_req_new(m);
+    nr_req_set_id(r, "abc-1", 5);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64));
+    ASSERT_NULL(add(r, "INPUT2", NR_TYPE_INT32, 1, 16, 64));
+    char *msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: abc-1] expected 2 inputs but got 3 inputs for model 'simple'. "
+                      "Got input(s) ['INPUT2','INPUT1','INPUT0'], but missing required input(s) ]. "
+                      "Please provide all required input(s).");
+    free(msg);
+    nr_req_free(r);
+    unload_model(m);
+}
+
+NR_TEST(validate_duplicate_dtype_shape_batch)
+{
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    nr_req_t *r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
+    nr_status_t *st = add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64);
+    ASSERT_TRUE(st != NULL);
+    EXPECT_STREQ(st->msg, "[request id: <id_unknown>] input 'INPUT0' already exists in request");
+    nr_status_free(st);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_FP32, 1, 16, 64));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64));
+    char *msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: <id_unknown>] inference input 'INPUT0' data-type is 'FP32', "
+                      "but model 'simple' expects 'INT32'");
+    free(msg);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 15, 60));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64));
+    msg = submit_error(m, r);
+    EXPECT_TRUE(msg && strstr(msg, "[request id: <id_unknown>] unexpected shape for input 'INPUT0' "
+                                   "for model 'simple'. Expected [-1,16], got [1,15]. NOTE: ") == msg);
+    free(msg);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 9, 16, 9 * 64));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 9, 16, 9 * 64));
+    msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: <id_unknown>] inference request batch-size must be <= 8 for "
+                      "'simple'");
+    free(msg);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 2, 16, 128));
+    msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: <id_unknown>] input 'INPUT0' batch size does not match other "
+                      "inputs for 'simple'");
+    free(msg);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 68));
+    msg = submit_error(m, r);
+    EXPECT_STREQ(msg, "[request id: <id_unknown>] input byte size mismatch for input 'INPUT1' for "
+                      "model 'simple'. Expected 64, got 68");
+    free(msg);
+    nr_req_free(r);
+
+    r = nr_req_new(m);
+    st = nr_req_add_output(r, "OUTPUT9", 7);
+    ASSERT_TRUE(st != NULL);
+    EXPECT_STREQ(st->msg, "unexpected inference output 'OUTPUT9' for model 'simple'");
+    nr_status_free(st);
+    nr_req_free(r);
+    unload_model(m);
+}
+
+NR_TEST(validate_overflowing_shape)
+{
+    nr_model_t *m = load_model("name: \"id\" backend: \"onnxruntime\" platform: \"onnxruntime_onnx\" max_batch_size: 8 input [{name: \"I\" data_type: "
+                               "TYPE_FP32 dims: [-1]}] output [{name: \"O\" data_type: TYPE_FP32 "
+                               "dims: [-1]}]");
+    ASSERT_TRUE(m != NULL);
+    int64_t shapes[][2] = {{1, 4294967296LL},
+                           {1, INT64_MAX}, {1, 1LL << 62}};
+    for (size_t i = 0; i < 3; i++) {
+        nr_req_t *r = nr_req_new(m);
+        ASSERT_NULL(nr_req_add_input(r, "I", 1, NR_TYPE_FP32, shapes[i], 2, zeros, 4));
+        char *msg = submit_error(m, r);
+        EXPECT_TRUE(msg != NULL);
+        free(msg);
+        nr_req_free(r);
+    }
+    unload_model(m);
+}
+
+/* ---- execution through instances ---- */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} waiter_t;
+
+static void on_done(nr_req_t *r, void *arg)
+{
+    waiter_t *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->done++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void wait_done(waiter_t *w, int n)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->done < n)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static nr_req_t *good_req(nr_model_t *m, waiter_t *w, int32_t *buf)
+{
+    nr_req_t *r = nr_req_new(m);
+    int64_t dims[2] = {1, 16};
+    if (nr_req_add_input(r, "INPUT0", 6, NR_TYPE_INT32, dims, 2, buf, 64) ||
+        nr_req_add_input(r, "INPUT1", 6, NR_TYPE_INT32, dims, 2, buf, 64))
+        abort();
+    r->done = on_done;
+    r->done_arg = w;
+    return r;
+}
+
+static void run_held(const char *pbtxt, int n, uint64_t *first, uint64_t *second, int *nexec)
+{
+    nr_model_t *m = load_model(pbtxt);
+    if (!m)
+        abort();
+    waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int32_t bufs[16][16];
+    nr_req_t *reqs[16];
+    tb_nexec = 0;
+    tb_set_hold(true);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 16; k++)
+            bufs[i][k] = i * 100 + k;
+        reqs[i] = good_req(m, &w, bufs[i]);
+        nr_status_t *st = nr_model_submit(m, reqs[i]);
+        if (st)
+            abort();
+        if (i == 0)
+            tb_wait_running(1); /* the instance holds request 0; the rest queue up */
+    }
+    tb_set_hold(false);
+    wait_done(&w, n);
+    *first = tb_sizes[0];
+    *second = tb_sizes[1];
+    *nexec = tb_nexec;
+    for (int i = 0; i < n; i++) {
+        /* every response carries its own request's data, in name order */
+        nr_req_t *r = reqs[i];
+        if (r->status || r->n_want != 2 || strcmp(r->outputs[0].name, "OUTPUT0") ||
+            memcmp(r->outputs[0].data, bufs[i], 64))
+            abort();
+        nr_req_free(r);
+    }
+    nr_stats_snap_t s;
+    nr_stats_snapshot(&m->stats, &s);
+    if (s.success.count != (uint64_t)n || s.inference_count != (uint64_t)n ||
+        s.execution_count != (uint64_t)*nexec)
+        abort();
+    nr_stats_snap_free(&s);
+    unload_model(m);
+}
+
+NR_TEST(default_scheduler_runs_one_request_per_execution)
+{
+    uint64_t a, b;
+    int nexec;
+    run_held(SIMPLE, 5, &a, &b, &nexec);
+    EXPECT_EQ_INT(nexec, 5);
+    EXPECT_EQ_INT(a, 1);
+    EXPECT_EQ_INT(b, 1);
+}
+
+NR_TEST(dynamic_batching_combines_queued_requests)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg), "%s dynamic_batching { }", SIMPLE);
+    uint64_t a, b;
+    int nexec;
+    run_held(cfg, 7, &a, &b, &nexec);
+    EXPECT_EQ_INT(nexec, 2);
+    EXPECT_EQ_INT(a, 1);
+    EXPECT_EQ_INT(b, 6);
+}
+
+NR_TEST(dynamic_batching_caps_at_max_batch_size)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg), "%s dynamic_batching { }", SIMPLE);
+    uint64_t a, b;
+    int nexec;
+    run_held(cfg, 12, &a, &b, &nexec); /* 1 held, then 8, then 3 */
+    EXPECT_EQ_INT(nexec, 3);
+    EXPECT_EQ_INT(b, 8);
+    EXPECT_EQ_INT(tb_sizes[2], 3);
+}
+
+NR_TEST_MAIN()

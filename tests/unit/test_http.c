@@ -1,0 +1,550 @@
+/* test_http.c - the HTTP frontend without sockets: the request JSON reader
+ * (rapidjson's messages), infer bodies -> nr_req_t (JSON, binary, raw) with
+ * Triton's error texts, the response encoder (key order, number formatting,
+ * binary layout), classification, and compression.
+ */
+#include "../../src/common/alloc.h"
+#include "../../src/frontends/http/http_int.h"
+#include "nr_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* ---- a model without a backend: only what parsing and encoding read ---- */
+
+static const char *SIMPLE =
+    "name: \"simple\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n"
+    "input [ { name: \"INPUT0\" data_type: TYPE_INT32 dims: [ 16 ] },"
+    " { name: \"INPUT1\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n"
+    "output [ { name: \"OUTPUT1\" data_type: TYPE_INT32 dims: [ 16 ] },"
+    " { name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n";
+
+static const char *IDENT =
+    "name: \"identity_fp32\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n"
+    "input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+    "output [ { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n";
+
+static uint32_t by_name_simple[2] = {1, 0}; /* OUTPUT0 (index 1) sorts first */
+static uint32_t by_name_ident[1] = {0};
+
+static nr_model_t *fake_model(const char *pbtxt, uint32_t *by_name)
+{
+    nr_model_config_t *cfg = NULL;
+    nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
+    if (st != NULL) {
+        fprintf(stderr, "config: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->name = cfg->name;
+    m->version = 1;
+    strcpy(m->version_str, "1");
+    m->cfg = cfg;
+    m->state = NR_MODEL_READY;
+    m->outputs_by_name = by_name;
+    return m;
+}
+
+static void fake_free(nr_model_t *m)
+{
+    if (m == NULL)
+        return;
+    nr_cfg_free((nr_model_config_t *)m->cfg);
+    free(m);
+}
+
+/* Parses body (copied) with an optional Inference-Header-Content-Length. */
+static nr_status_t *parse(nr_model_t *m, const char *body, size_t len, const char *ihcl,
+                          nr_http_infer_t **out)
+{
+    nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
+    char *copy = nr_malloc(len ? len : 1);
+    memcpy(copy, body, len);
+    *out = inf;
+    return nr_http_infer_parse(inf, m, copy, len, ihcl);
+}
+
+static nr_status_t *parse_str(nr_model_t *m, const char *json)
+{
+    nr_http_infer_t *inf;
+    nr_status_t *st = parse(m, json, strlen(json), NULL, &inf);
+    nr_http_infer_free(inf);
+    return st;
+}
+
+#define GOOD_IN0 "{\"name\":\"INPUT0\",\"shape\":[1,16],\"datatype\":\"INT32\",\"data\":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}"
+#define GOOD_IN1 "{\"name\":\"INPUT1\",\"shape\":[1,16],\"datatype\":\"INT32\",\"data\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}"
+
+/* ---- the JSON reader ---------------------------------------------------- */
+
+static nr_status_t *jparse(const char *s)
+{
+    nr_json_doc_t *d;
+    const nr_jv_t *r;
+    nr_status_t *st = nr_json_parse(s, strlen(s), &d, &r);
+    nr_json_free(d);
+    return st;
+}
+
+NR_TEST(json_errors_are_rapidjsons)
+{
+    EXPECT_STATUS(jparse("{\"ready\":"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Invalid value. at 9");
+    EXPECT_STATUS(jparse("{\"inputs\": ["), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Invalid value. at 12");
+    EXPECT_STATUS(jparse("hello"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Invalid value. at 0");
+    EXPECT_STATUS(jparse("{\"inputs\":[{\"name\":\"I"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Missing a closing quotation mark in "
+                  "string. at 21");
+    EXPECT_STATUS(jparse("  "), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: The document is empty. at 2");
+    EXPECT_STATUS(jparse("{} x"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: The document root must not be "
+                  "followed by other values. at 3");
+    EXPECT_STATUS(jparse("{\"a\" 1}"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Missing a colon after a name of "
+                  "object member. at 5");
+    EXPECT_STATUS(jparse("[1 2]"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Missing a comma or ']' after an "
+                  "array element. at 3");
+    EXPECT_STATUS(jparse("{\"a\":1 \"b\":2}"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Missing a comma or '}' after an "
+                  "object member. at 7");
+    EXPECT_STATUS(jparse("{1:2}"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Missing a name for object member. at 1");
+    EXPECT_STATUS(jparse("[1.]"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Miss fraction part in number. at 3");
+    EXPECT_STATUS(jparse("[1e+]"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Miss exponent in number. at 4");
+    EXPECT_STATUS(jparse("[\"\\x\"]"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Invalid escape character in string. at 2");
+    EXPECT_STATUS(jparse("[1e400]"), NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Number too big to be stored in "
+                  "double. at 1");
+    char deep[1200];
+    memset(deep, '[', sizeof(deep) - 1);
+    deep[sizeof(deep) - 1] = '\0';
+    EXPECT_STATUS(jparse(deep), NR_INVALID_ARG, NULL);
+}
+
+NR_TEST(json_values)
+{
+    const char *s = "{\"a\":[NaN,-Infinity,Inf,18446744073709551615,-9223372036854775808,"
+                    "1.5,\"x\\u00e9\\ud83d\\ude00\\u0000y\",true,null],\"a\":2,\"k\\\"\":{}}";
+    nr_json_doc_t *d;
+    const nr_jv_t *r;
+    ASSERT_OK(nr_json_parse(s, strlen(s), &d, &r));
+    const nr_jv_t *a = nr_jv_get(r, "a"); /* the first of duplicates */
+    ASSERT_TRUE(a != NULL && a->type == NR_JV_ARRAY && a->n == 9);
+    EXPECT_TRUE(isnan(a->u.items[0].u.d));
+    EXPECT_TRUE(isinf(a->u.items[1].u.d) && a->u.items[1].u.d < 0);
+    EXPECT_TRUE(isinf(a->u.items[2].u.d) && a->u.items[2].u.d > 0);
+    EXPECT_EQ_INT(a->u.items[3].type, NR_JV_UINT);
+    EXPECT_EQ_U64((uint64_t)a->u.items[3].u.i, UINT64_MAX);
+    EXPECT_TRUE(nr_jv_is_uint(&a->u.items[3]));
+    EXPECT_EQ_INT(a->u.items[4].type, NR_JV_INT);
+    EXPECT_EQ_INT(a->u.items[4].u.i, INT64_MIN);
+    EXPECT_FALSE(nr_jv_is_uint(&a->u.items[4]));
+    EXPECT_EQ_DBL(a->u.items[5].u.d, 1.5);
+    EXPECT_EQ_INT(a->u.items[6].n, 9); /* x + 2 + 4 + NUL + y */
+    EXPECT_TRUE(memcmp(a->u.items[6].u.str, "x\xc3\xa9\xf0\x9f\x98\x80\0y", 9) == 0);
+    EXPECT_EQ_INT(a->u.items[7].type, NR_JV_TRUE);
+    EXPECT_EQ_INT(a->u.items[8].type, NR_JV_NULL);
+    EXPECT_NOT_NULL(nr_jv_get(r, "k\""));
+    EXPECT_NULL(nr_jv_get(a, "a"));
+    nr_json_free(d);
+}
+
+/* ---- infer request parsing ------------------------------------------------ */
+
+NR_TEST(infer_json_inputs)
+{
+    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    ASSERT_NOT_NULL(m);
+    const char *b = "{\"id\":\"r7\",\"parameters\":{\"priority\":3,\"timeout\":99,\"x\":1.5},"
+                    "\"inputs\":[" GOOD_IN1 "," GOOD_IN0 "],"
+                    "\"outputs\":[{\"name\":\"OUTPUT1\",\"parameters\":{\"binary_data\":true}}]}";
+    nr_http_infer_t *inf;
+    EXPECT_OK(parse(m, b, strlen(b), NULL, &inf));
+    nr_req_t *req = inf->req;
+    EXPECT_STREQ(req->id, "r7");
+    EXPECT_EQ_INT(req->priority, 3);
+    EXPECT_EQ_U64(req->timeout_us, 99);
+    ASSERT_TRUE(req->present[0] && req->present[1]);
+    EXPECT_EQ_INT(req->inputs[0].size, 64);
+    int32_t v;
+    memcpy(&v, (const char *)req->inputs[0].data + 15 * 4, 4);
+    EXPECT_EQ_INT(v, 15);
+    EXPECT_EQ_INT(req->n_want, 1);
+    EXPECT_EQ_INT(inf->out_flags[0], NR_HTTP_OUT_LISTED | NR_HTTP_OUT_BINARY);
+    EXPECT_EQ_INT(inf->out_flags[1], 0);
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+NR_TEST(infer_binary_inputs_are_views)
+{
+    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    ASSERT_NOT_NULL(m);
+    const char *h = "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],\"datatype\":\"INT32\","
+                    "\"parameters\":{\"binary_data_size\":64}}," GOOD_IN1 "],"
+                    "\"parameters\":{\"binary_data_output\":true}}";
+    size_t hl = strlen(h);
+    char body[1024];
+    memcpy(body, h, hl);
+    for (int i = 0; i < 16; i++) {
+        int32_t x = 100 + i;
+        memcpy(body + hl + i * 4, &x, 4);
+    }
+    char ihcl[16];
+    snprintf(ihcl, sizeof(ihcl), "%zu", hl);
+    nr_http_infer_t *inf;
+    ASSERT_OK(parse(m, body, hl + 64, ihcl, &inf));
+    EXPECT_TRUE(inf->req->inputs[0].data == inf->body + hl);
+    EXPECT_TRUE(inf->default_binary);
+    nr_http_infer_free(inf);
+
+    /* 10 bytes short, then 10 too many */
+    EXPECT_STATUS(parse(m, body, hl + 54, ihcl, &inf), NR_INVALID_ARG,
+                  "unexpected size for input 'INPUT0', expecting 10 additional bytes for model "
+                  "'simple'");
+    nr_http_infer_free(inf);
+    char big[1100];
+    memcpy(big, body, hl + 64);
+    memset(big + hl + 64, 0, 10);
+    EXPECT_STATUS(parse(m, big, hl + 74, ihcl, &inf), NR_INVALID_ARG,
+                  "unexpected additional input data for model 'simple'");
+    nr_http_infer_free(inf);
+    EXPECT_STATUS(parse(m, body, hl + 64, "9999", &inf), NR_INVALID_ARG,
+                  "inference header size should be in range (0, 299), got: 9999");
+    nr_http_infer_free(inf);
+    EXPECT_STATUS(parse(m, body, hl + 64, "-5", &inf), NR_INVALID_ARG,
+                  "inference header size should be in range (0, 299), got: -5");
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+NR_TEST(infer_parse_errors)
+{
+    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    ASSERT_NOT_NULL(m);
+    EXPECT_STATUS(parse_str(m, "null"), NR_INVALID_ARG,
+                  "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":{}}"), NR_INVALID_ARG,
+                  "Unable to parse 'inputs': attempt to access JSON non-array as array");
+    EXPECT_STATUS(parse_str(m, "{\"id\":42,\"inputs\":[]}"), NR_INVALID_ARG,
+                  "Unable to parse 'id': attempt to access JSON non-string as string");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],"
+                               "\"datatype\":\"FLOAT32\",\"data\":[1]}]}"),
+                  NR_INVALID_ARG, "invalid datatype for input INPUT0");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,-16],"
+                               "\"datatype\":\"INT32\",\"data\":[1]}]}"),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],"
+                               "\"datatype\":\"INT32\"}]}"),
+                  NR_INVALID_ARG,
+                  "Input must set only one of the following fields: 'data', 'binary_data_size' "
+                  "in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],"
+                               "\"datatype\":\"INT32\",\"data\":[1],"
+                               "\"parameters\":{\"binary_data_size\":64}}]}"),
+                  NR_INVALID_ARG,
+                  "Input must set only one of the following fields: 'data', 'binary_data_size' "
+                  "in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' "
+                  "'binary_data_size'");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],"
+                               "\"datatype\":\"INT32\",\"data\":[1,2]}]}"),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': Shape does not match true shape of 'data' field");
+    /* 2^32 x 16 elements: refused before anything is allocated */
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[4294967296,16],"
+                               "\"datatype\":\"INT32\",\"data\":[1,2]}]}"),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': Shape does not match true shape of 'data' field");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,1],"
+                               "\"datatype\":\"INT32\",\"data\":[1.5]}]}"),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': attempt to access JSON non-signed-integer as "
+                  "signed-integer");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,1],"
+                               "\"datatype\":\"INT32\",\"data\":[4294967296]}]}"),
+                  NR_INVALID_ARG, "Unable to parse 'data': value 4294967296 is out of range for INT32");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,2],"
+                               "\"datatype\":\"FP16\",\"data\":[1,2]}]}"),
+                  NR_INVALID_ARG,
+                  "receiving FP16 data via JSON is not supported. Please use the binary data "
+                  "format for input INPUT0");
+    EXPECT_STATUS(parse_str(m, "{\"parameters\":{\"triton_x\":1},\"inputs\":[]}"), NR_INVALID_ARG,
+                  "parameter keys starting with 'triton_' are reserved for Triton usage and should "
+                  "not be specified.");
+    EXPECT_STATUS(parse_str(m, "{\"parameters\":{\"foo\":null},\"inputs\":[]}"), NR_INVALID_ARG,
+                  "parameter 'foo' has invalid type. It should be either 'int', 'bool', or "
+                  "'string'.");
+    EXPECT_STATUS(parse_str(m, "{\"parameters\":{\"priority\":\"1\"},\"inputs\":[]}"),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[],\"outputs\":[{\"name\":\"OUTPUT9\"}]}"),
+                  NR_INVALID_ARG, "unexpected inference output 'OUTPUT9' for model 'simple'");
+    EXPECT_STATUS(parse_str(m, "{\"inputs\":[],\"outputs\":[{\"name\":\"OUTPUT0\","
+                               "\"parameters\":{\"classification\":\"2\"}}]}"),
+                  NR_INVALID_ARG,
+                  "Unable to set 'classification': attempt to access JSON non-unsigned-integer "
+                  "as unsigned-integer");
+    nr_http_infer_t *inf;
+    EXPECT_STATUS(parse(m, "", 0, NULL, &inf), NR_INVALID_ARG,
+                  "[request id: <id_unknown>] Raw request must only have 1 input (found 1) to be "
+                  "deduced but got 2 inputs in 'simple' model configuration");
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+NR_TEST(infer_raw_request)
+{
+    nr_model_t *m = fake_model(IDENT, by_name_ident);
+    ASSERT_NOT_NULL(m);
+    float x[4] = {1, 2, 3, 4};
+    nr_http_infer_t *inf;
+    ASSERT_OK(parse(m, (const char *)x, sizeof(x), "0", &inf));
+    EXPECT_TRUE(inf->raw && inf->default_binary);
+    EXPECT_EQ_INT(inf->req->inputs[0].ndim, 2);
+    EXPECT_EQ_INT(inf->req->inputs[0].dims[0], 1);
+    EXPECT_EQ_INT(inf->req->inputs[0].dims[1], 4);
+    nr_http_infer_free(inf);
+    EXPECT_STATUS(parse(m, "abc", 3, "0", &inf), NR_INVALID_ARG,
+                  "[request id: <id_unknown>] input byte size mismatch for input 'raw_input' for "
+                  "model 'identity_fp32'. Expected 0, got 3");
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+/* ---- encoding -------------------------------------------------------------- */
+
+static void set_output(nr_req_t *req, size_t i, uint32_t cfg_idx, nr_dtype_t dt, const void *data,
+                       size_t size, int64_t d0, int64_t d1)
+{
+    req->want[i] = cfg_idx;
+    req->outputs[i].dtype = dt;
+    req->outputs[i].ndim = 2;
+    req->outputs[i].dims[0] = d0;
+    req->outputs[i].dims[1] = d1;
+    req->outputs[i].data = data;
+    req->outputs[i].size = size;
+}
+
+static char *flatten(const nr_http_resp_t *r, size_t *len)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    for (size_t i = 0; i < r->n_iov; i++)
+        nr_buf_append(&b, r->iov[i].iov_base, r->iov[i].iov_len);
+    return nr_buf_steal(&b, len);
+}
+
+NR_TEST(encode_json_and_binary)
+{
+    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    ASSERT_NOT_NULL(m);
+    const char *b = "{\"id\":\"q\",\"inputs\":[],\"outputs\":[{\"name\":\"OUTPUT1\","
+                    "\"parameters\":{\"binary_data\":true}},{\"name\":\"OUTPUT0\"}]}";
+    nr_http_infer_t *inf;
+    ASSERT_OK(parse(m, b, strlen(b), NULL, &inf));
+    int32_t o0[2] = {-1, 7}, o1[2] = {5, 6};
+    nr_req_t *req = inf->req;
+    /* the core reports outputs in any order: the encoder sorts them by name */
+    set_output(req, 0, 0, NR_TYPE_INT32, o1, 8, 1, 2); /* OUTPUT1 */
+    set_output(req, 1, 1, NR_TYPE_INT32, o0, 8, 1, 2); /* OUTPUT0 */
+    nr_http_resp_t r;
+    nr_http_resp_init(&r);
+    ASSERT_OK(nr_http_infer_encode(inf, &r));
+    const char *hdr = "{\"id\":\"q\",\"model_name\":\"simple\",\"model_version\":\"1\",\"outputs\":["
+                      "{\"name\":\"OUTPUT0\",\"datatype\":\"INT32\",\"shape\":[1,2],\"data\":[-1,7]},"
+                      "{\"name\":\"OUTPUT1\",\"datatype\":\"INT32\",\"shape\":[1,2],"
+                      "\"parameters\":{\"binary_data_size\":8}}]}";
+    EXPECT_STREQ(r.content_type, "application/octet-stream");
+    EXPECT_TRUE(r.has_infer_header_len);
+    EXPECT_EQ_U64(r.infer_header_len, strlen(hdr));
+    size_t len;
+    char *all = flatten(&r, &len);
+    EXPECT_EQ_U64(len, strlen(hdr) + 8);
+    EXPECT_TRUE(memcmp(all, hdr, strlen(hdr)) == 0);
+    EXPECT_TRUE(memcmp(all + strlen(hdr), o1, 8) == 0);
+    free(all);
+
+    /* and compressed: gunzip gives the same bytes back */
+    nr_buf_t z;
+    nr_buf_init(&z);
+    ASSERT_OK(nr_http_deflate(NR_ENC_GZIP, r.iov, r.n_iov, &z));
+    char *plain;
+    size_t plen;
+    ASSERT_OK(nr_http_inflate(z.data, z.len, 1 << 20, &plain, &plen));
+    EXPECT_EQ_U64(plen, strlen(hdr) + 8);
+    free(plain);
+    nr_buf_free(&z);
+    req->n_want = 0; /* outputs are not held: nothing for nr_req_free to release */
+    free(r.iov);
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+NR_TEST(encode_numbers_and_fp16)
+{
+    nr_model_t *m = fake_model(IDENT, by_name_ident);
+    ASSERT_NOT_NULL(m);
+    nr_http_infer_t *inf;
+    ASSERT_OK(parse(m, "{\"inputs\":[]}", 13, NULL, &inf));
+    float v[4] = {0.1f, 100.0f, -0.0f, 1e-7f};
+    inf->req->n_want = 1;
+    set_output(inf->req, 0, 0, NR_TYPE_FP32, v, sizeof(v), 1, 4);
+    nr_http_resp_t r;
+    nr_http_resp_init(&r);
+    ASSERT_OK(nr_http_infer_encode(inf, &r));
+    EXPECT_STREQ(r.content_type, "application/json");
+    EXPECT_FALSE(r.has_infer_header_len);
+    EXPECT_STREQ(inf->header.data,
+                 "{\"model_name\":\"identity_fp32\",\"model_version\":\"1\",\"outputs\":[{\"name\":"
+                 "\"OUTPUT0\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[0.10000000149011612,"
+                 "100.0,-0.0,1.0000000116860974e-7]}]}");
+    free(r.iov);
+    uint16_t h[2] = {0x3c00, 0x4000};
+    set_output(inf->req, 0, 0, NR_TYPE_FP16, h, sizeof(h), 1, 2);
+    nr_http_resp_init(&r);
+    EXPECT_STATUS(nr_http_infer_encode(inf, &r), NR_INVALID_ARG,
+                  "sending FP16 data via JSON is not supported. Please use the binary data format "
+                  "for output");
+    inf->req->n_want = 0;
+    nr_http_infer_free(inf);
+    fake_free(m);
+}
+
+NR_TEST(classification)
+{
+    float v[8] = {0.1f, 0.9f, 0.5f, 0.3f, 4, 3, 3, 1};
+    nr_tensor_t t = {.dtype = NR_TYPE_FP32, .ndim = 2, .dims = {2, 4}, .data = v, .size = 32};
+    const char *lines[] = {"zero", "one", "two", "three"};
+    nr_http_labels_t labels = {.lines = lines, .n_lines = 4};
+    nr_tensor_t out;
+    char *buf;
+    ASSERT_OK(nr_http_classify(&t, true, 2, &labels, &out, &buf));
+    EXPECT_EQ_INT(out.dtype, NR_TYPE_STRING);
+    EXPECT_EQ_INT(out.ndim, 2);
+    EXPECT_EQ_INT(out.dims[0], 2);
+    EXPECT_EQ_INT(out.dims[1], 2);
+    const char *want[4] = {"0.900000:1:one", "0.500000:2:two", "4.000000:0:zero",
+                           "3.000000:1:one"}; /* ties: the lower index first */
+    size_t off = 0;
+    for (int i = 0; i < 4; i++) {
+        uint32_t l;
+        memcpy(&l, buf + off, 4);
+        EXPECT_EQ_U64(l, strlen(want[i]));
+        EXPECT_TRUE(memcmp(buf + off + 4, want[i], l) == 0);
+        off += 4 + l;
+    }
+    EXPECT_EQ_U64(off, out.size);
+    free(buf);
+    int32_t iv[3] = {16, 3, 15};
+    nr_tensor_t ti = {.dtype = NR_TYPE_INT32, .ndim = 1, .dims = {3}, .data = iv, .size = 12};
+    ASSERT_OK(nr_http_classify(&ti, false, 10, NULL, &out, &buf));
+    EXPECT_EQ_INT(out.ndim, 1);
+    EXPECT_EQ_INT(out.dims[0], 3);
+    EXPECT_TRUE(memcmp(buf + 4, "16:0", 4) == 0);
+    free(buf);
+}
+
+/* ---- numbers as Triton prints them ----------------------------------------- */
+
+static void expect_double(double v, const char *want)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_http_put_double(&b, v);
+    EXPECT_STREQ(b.data, want);
+    nr_buf_free(&b);
+}
+
+NR_TEST(doubles_like_rapidjson)
+{
+    expect_double((double)0.1f, "0.10000000149011612");
+    expect_double((double)3.4028234663852886e38f, "3.4028234663852887e38"); /* FLT_MAX */
+    expect_double((double)0.3f, "0.30000001192092898");
+    expect_double((double)1e-7f, "1.0000000116860974e-7");
+    expect_double((double)1e-45f, "1.401298464324817e-45");
+    expect_double(100.0, "100.0");
+    expect_double(1e10, "10000000000.0");
+    expect_double(123456792.0, "123456792.0");
+    expect_double(-0.0, "-0.0");
+    expect_double(0.0025, "0.0025");
+    expect_double(1e21, "1e21");
+    expect_double(1.5e300, "1.5e300");
+    expect_double(5e-324, "5e-324");
+    expect_double(1.7456232591108475e80, "1.7456232591108475e80");
+    expect_double(NAN, "NaN");
+    expect_double(-INFINITY, "-Infinity");
+    /* whatever the digits, they read back to the same double */
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        memcpy(&v, &x, 8);
+        if (!isfinite(v))
+            continue;
+        nr_buf_t b;
+        nr_buf_init(&b);
+        nr_http_put_double(&b, v);
+        if (strtod(b.data, NULL) != v) {
+            EXPECT_STREQ(b.data, "(round trip)");
+            nr_buf_free(&b);
+            break;
+        }
+        nr_buf_free(&b);
+    }
+}
+
+/* ---- compression ----------------------------------------------------------- */
+
+NR_TEST(compression)
+{
+    EXPECT_EQ_INT(nr_http_request_encoding(NULL), NR_ENC_IDENTITY);
+    EXPECT_EQ_INT(nr_http_request_encoding("identity"), NR_ENC_IDENTITY);
+    EXPECT_EQ_INT(nr_http_request_encoding("gzip"), NR_ENC_GZIP);
+    EXPECT_EQ_INT(nr_http_request_encoding("deflate"), NR_ENC_DEFLATE);
+    EXPECT_EQ_INT(nr_http_request_encoding("GZIP"), NR_ENC_UNKNOWN);
+    EXPECT_EQ_INT(nr_http_request_encoding("br"), NR_ENC_UNKNOWN);
+    EXPECT_EQ_INT(nr_http_response_encoding("gzip, deflate"), NR_ENC_GZIP);
+    EXPECT_EQ_INT(nr_http_response_encoding("deflate;q=0.5, gzip;q=0.9"), NR_ENC_GZIP);
+    EXPECT_EQ_INT(nr_http_response_encoding("gzip;q=0.5"), NR_ENC_GZIP);
+    EXPECT_EQ_INT(nr_http_response_encoding("br"), NR_ENC_IDENTITY);
+    EXPECT_EQ_INT(nr_http_response_encoding("identity, gzip;q=0.5"), NR_ENC_IDENTITY);
+    EXPECT_EQ_INT(nr_http_response_encoding("gzip;q=0"), NR_ENC_IDENTITY);
+
+    /* zlib-wrapped (Python's zlib.compress) is auto-detected too */
+    char src[4000];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (char)('a' + i % 7);
+    unsigned char z[8000];
+    uLongf zl = sizeof(z);
+    ASSERT_TRUE(compress(z, &zl, (const Bytef *)src, sizeof(src)) == Z_OK);
+    char *out;
+    size_t ol;
+    ASSERT_OK(nr_http_inflate((const char *)z, zl, 1 << 20, &out, &ol));
+    EXPECT_EQ_U64(ol, sizeof(src));
+    EXPECT_TRUE(memcmp(out, src, ol) == 0);
+    free(out);
+    /* a bomb stops at the limit; garbage is an error, not an empty body */
+    EXPECT_STATUS(nr_http_inflate((const char *)z, zl, 1000, &out, &ol), NR_INVALID_ARG, NULL);
+    EXPECT_NULL(out);
+    EXPECT_STATUS(nr_http_inflate("not gzip", 8, 1000, &out, &ol), NR_INVALID_ARG,
+                  "failed to decompress the request body: incorrect header check");
+    EXPECT_STATUS(nr_http_inflate((const char *)z, zl / 2, 1 << 20, &out, &ol), NR_INVALID_ARG,
+                  "failed to decompress the request body: unexpected end of data");
+}
+
+NR_TEST_MAIN()
