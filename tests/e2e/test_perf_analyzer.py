@@ -1,0 +1,46 @@
+"""Triton's own perf_analyzer 2.51 (scripts/perf_analyzer) runs against nereid unchanged: it reads
+metadata, config, server metadata and statistics, drives inference with binary tensors, and
+reports the server-side statistics it read."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PA = Path(__file__).resolve().parents[2] / "scripts" / "perf_analyzer"
+
+
+def run_pa(args, timeout=120):
+    return subprocess.run([str(PA), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("model,extra", [("simple", []),
+                                         ("identity_fp32", ["--shape", "INPUT0:16"]),
+                                         ("simple", ["--input-tensor-format", "json",
+                                                     "--output-tensor-format", "json"])])
+def test_perf_analyzer_runs(small_server, model, extra):
+    r = run_pa(["-m", model, "-u", f"127.0.0.1:{small_server.port}", "--concurrency-range", "1:2",
+                "-p", "500", "-s", "50", "--max-trials", "4", *extra])
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    rows = re.findall(r"Concurrency: (\d+), throughput: ([\d.]+) infer/sec", out)
+    assert [c for c, _ in rows] == ["1", "2"], out
+    assert all(float(t) > 0 for _, t in rows), out
+    # server-side statistics were found and parsed (it needs the `statistics` extension)
+    m = re.search(r"Server:\s+Inference count: (\d+)\s+Execution count: (\d+)\s+"
+                  r"Successful request count: (\d+)", out)
+    assert m and int(m.group(1)) > 0 and int(m.group(3)) > 0, out
+
+
+def test_perf_analyzer_version_path(small_server):
+    r = run_pa(["-m", "simple", "-x", "1", "-u", f"127.0.0.1:{small_server.port}",
+                "-p", "500", "-s", "50", "--max-trials", "4"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "throughput:" in r.stdout
+
+
+def test_perf_analyzer_unknown_model_fails(small_server):
+    r = run_pa(["-m", "nosuchmodel", "-u", f"127.0.0.1:{small_server.port}", "-p", "500"])
+    assert r.returncode != 0
+    assert "Request for unknown model: 'nosuchmodel' is not found" in r.stdout + r.stderr
