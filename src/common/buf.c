@@ -5,7 +5,6 @@
 
 #include "alloc.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,76 +134,6 @@ void nr_buf_i64(nr_buf_t *b, int64_t v)
         nr_buf_u64(b, (uint64_t)0 - (uint64_t)v);
     } else {
         nr_buf_u64(b, (uint64_t)v);
-    }
-}
-
-/* Shortest round-trip digits of |v| (v finite, non-zero): digits and the
- * decimal exponent k such that v = 0.d1d2.. * 10^(k) style is avoided; we
- * return digits and exp10 such that v = d1.d2d3... * 10^exp10. */
-static int shortest_digits(double v, char *digits, int *exp10)
-{
-    char tmp[40];
-    for (int prec = 0; prec <= 17; prec++) {
-        snprintf(tmp, sizeof(tmp), "%.*e", prec, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    /* tmp = "d.ddde[+-]xx" */
-    int n = 0;
-    const char *p = tmp;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[n++] = *p;
-    *exp10 = atoi(p + 1);
-    while (n > 1 && digits[n - 1] == '0')
-        n--;
-    digits[n] = '\0';
-    return n;
-}
-
-void nr_buf_double(nr_buf_t *b, double v)
-{
-    if (isnan(v)) {
-        nr_buf_puts(b, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        nr_buf_puts(b, v < 0 ? "-Infinity" : "Infinity");
-        return;
-    }
-    if (signbit(v)) {
-        nr_buf_putc(b, '-');
-        v = -v;
-    }
-    if (v == 0) {
-        nr_buf_puts(b, "0.0");
-        return;
-    }
-    char d[24];
-    int e;
-    int len = shortest_digits(v, d, &e);
-    int kk = e + 1; /* position of the decimal point after the first kk digits */
-    if (kk >= len && kk <= 21) {
-        nr_buf_append(b, d, (size_t)len);
-        for (int i = len; i < kk; i++)
-            nr_buf_putc(b, '0');
-        nr_buf_puts(b, ".0");
-    } else if (kk > 0 && kk <= 21) {
-        nr_buf_append(b, d, (size_t)kk);
-        nr_buf_putc(b, '.');
-        nr_buf_append(b, d + kk, (size_t)(len - kk));
-    } else if (kk > -6 && kk <= 0) {
-        nr_buf_puts(b, "0.");
-        for (int i = kk; i < 0; i++)
-            nr_buf_putc(b, '0');
-        nr_buf_append(b, d, (size_t)len);
-    } else {
-        nr_buf_putc(b, d[0]);
-        if (len > 1) {
-            nr_buf_putc(b, '.');
-            nr_buf_append(b, d + 1, (size_t)(len - 1));
-        }
-        nr_buf_printf(b, "e%d", e);
     }
 }
 

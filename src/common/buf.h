@@ -32,8 +32,9 @@ void nr_buf_vprintf(nr_buf_t *b, const char *fmt, va_list ap);
 void nr_buf_json_str(nr_buf_t *b, const char *s, size_t n);
 void nr_buf_u64(nr_buf_t *b, uint64_t v);
 void nr_buf_i64(nr_buf_t *b, int64_t v);
-/* Shortest decimal that reads back to the same double, Triton/rapidjson style
- * (100 -> "100.0", 1e-7 -> "1e-7", NaN -> "NaN", inf -> "Infinity"). */
+/* A double exactly as Triton's JSON writer (rapidjson, Grisu2) prints it:
+ * 100 -> "100.0", 0.1f -> "0.10000000149011612", NaN -> "NaN", inf -> "Infinity".
+ * Implemented in dtoa.c. */
 void nr_buf_double(nr_buf_t *b, double v);
 /* Takes the memory; b is left empty. Result is NUL-terminated. */
 char *nr_buf_steal(nr_buf_t *b, size_t *len);

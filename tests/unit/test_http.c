@@ -463,7 +463,7 @@ static void expect_double(double v, const char *want)
 {
     nr_buf_t b;
     nr_buf_init(&b);
-    nr_http_put_double(&b, v);
+    nr_buf_double(&b, v);
     EXPECT_STREQ(b.data, want);
     nr_buf_free(&b);
 }
@@ -498,7 +498,7 @@ NR_TEST(doubles_like_rapidjson)
             continue;
         nr_buf_t b;
         nr_buf_init(&b);
-        nr_http_put_double(&b, v);
+        nr_buf_double(&b, v);
         if (strtod(b.data, NULL) != v) {
             EXPECT_STREQ(b.data, "(round trip)");
             nr_buf_free(&b);

@@ -7,7 +7,7 @@
  *
  * Binary outputs are not copied: the response is an iovec over the backend's
  * output buffers, which stay alive (their holds) until the response is freed.
- * Numbers are printed as Triton/rapidjson prints them (nr_http_put_double;
+ * Numbers are printed as Triton/rapidjson prints them (nr_buf_double;
  * FP32 is widened to double first). No locks.
  */
 #include "http_int.h"
@@ -116,13 +116,13 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
         case NR_TYPE_FP32: {
             float v;
             memcpy(&v, e, 4);
-            nr_http_put_double(b, (double)v);
+            nr_buf_double(b, (double)v);
             break;
         }
         case NR_TYPE_FP64: {
             double v;
             memcpy(&v, e, 8);
-            nr_http_put_double(b, v);
+            nr_buf_double(b, v);
             break;
         }
         default:

@@ -7,7 +7,6 @@
  *   http_classify.c  the classification extension and its label files
  *   http_json.c      metadata, stats, repository index, error bodies
  *   http_jparse.c    the request JSON reader (rapidjson-compatible texts)
- *   http_dtoa.c      doubles printed as rapidjson prints them (Grisu2)
  *   http_compress.c  request inflate and response gzip/deflate (zlib)
  *
  * Handlers never see libmicrohttpd: they get an nr_http_req_t (views of the
@@ -84,6 +83,26 @@ struct nr_http_server_s {
     size_t n_labels;
 };
 
+/* The headers a handler reads (values or NULL). */
+typedef struct {
+    const char *content_encoding;
+    const char *accept_encoding;
+    const char *infer_header_len; /* Inference-Header-Content-Length */
+} nr_http_headers_t;
+
+/* A server without a daemon: options copied, metadata rendered, labels
+ * loaded. nr_http_start adds the daemon; fuzzers and tests use it as is. */
+nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *repo);
+void nr_http_server_free(nr_http_server_t *s);
+
+/* One complete request, without sockets: routes (method, url) and runs the
+ * handler, which fills r. *body is a malloc'd body or NULL; when the handler
+ * takes it *body becomes NULL, otherwise the caller still owns it. The body
+ * size limit (--http-max-input-size) is enforced before this, while the body
+ * is received. */
+void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
+                    const nr_http_headers_t *h, char **body, size_t body_len, nr_http_resp_t *r);
+
 /* ---- http_jparse.c: request JSON (rapidjson-compatible DOM) --------------- */
 
 typedef enum {
@@ -140,11 +159,6 @@ static inline double nr_jv_number(const nr_jv_t *v)
            : v->type == NR_JV_UINT ? (double)(uint64_t)v->u.i
                                    : (double)v->u.i;
 }
-
-/* ---- http_dtoa.c ---------------------------------------------------------- */
-
-/* Appends v exactly as Triton's JSON writer prints it (rapidjson Grisu2). */
-void nr_http_put_double(nr_buf_t *b, double v);
 
 /* ---- http_json.c -------------------------------------------------------- */
 

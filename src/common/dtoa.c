@@ -1,4 +1,4 @@
-/* http_dtoa.c - doubles printed exactly as Triton prints them in JSON:
+/* dtoa.c - nr_buf_double: doubles printed exactly as Triton prints them in JSON:
  * rapidjson's Writer, i.e. Grisu2 (Loitsch, "Printing Floating-Point Numbers
  * Quickly and Accurately with Integers", PLDI 2010) followed by rapidjson's
  * layout rules (100.0, 1e-7, 1.0000000116860974e-7, -0.0, NaN, Infinity).
@@ -10,10 +10,12 @@
  * with the same 64-bit cached powers of ten (10^-348 .. 10^340 in steps of
  * 8, significands rounded to nearest).
  *
- * It belongs next to nr_buf_double in common/buf.c; the HTTP encoder uses
- * it until it moves there. Pure and thread-safe.
+ * Used for every JSON number nereid prints (infer responses, config JSON).
+ * Pure and thread-safe.
  */
-#include "http_int.h"
+#include "buf.h"
+
+#include <stdint.h>
 
 #include <math.h>
 #include <string.h>
@@ -275,7 +277,7 @@ static void put_exp(nr_buf_t *b, int e)
     nr_buf_u64(b, (uint64_t)e);
 }
 
-void nr_http_put_double(nr_buf_t *b, double v)
+void nr_buf_double(nr_buf_t *b, double v)
 {
     if (isnan(v)) {
         nr_buf_puts(b, "NaN");
