@@ -1,6 +1,10 @@
 # nereid - build, models, tests, benchmarks.
 #   make run     set up everything missing, build, generate models, serve examples/model_repository
-#   make test    set up everything missing, build, run the unit and end-to-end tests
+#   make test    set up everything missing, build, run the unit and end-to-end tests, then the
+#                sanitizer/fuzz checks CI runs (ci-sanitize); docs/reliability.md
+#   make asan    ASan+UBSan build in build/asan: unit tests and the whole end-to-end suite
+#   make tsan    TSan build in build/tsan: the end-to-end tests that load the server concurrently
+#   make fuzz    libFuzzer targets in build/fuzz, each for FUZZ_SECONDS (default 600)
 # ORT_HOME may point at an official ONNX Runtime release layout (include/, lib/).
 
 ORT_HOME ?= $(CURDIR)/.deps/ort
@@ -21,8 +25,13 @@ LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/core/*.c src/backends/*
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# The fuzz drivers (tests/fuzz/fuzz_<t>.c). `make unit` replays each one's seed
+# corpus and kept crashers (tests/fuzz/{corpus,regress}/<t>/) without libFuzzer.
+FUZZ_TARGETS := config infer_json infer_binary http
+REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
-.PHONY: all setup models run test unit e2e bench clean
+.PHONY: all setup models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
+        fuzz-build ci-sanitize
 all: $(BUILD)/bin/nereid
 
 $(BUILD)/obj/%.o: %.c
@@ -41,6 +50,21 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+$(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -DNR_SRC_ROOT=\"$(CURDIR)\"
+$(BUILD)/obj/tests/fuzz/replay_%.o: tests/fuzz/replay_main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DNR_FUZZ_NAME=\"$*\" -c $< -o $@
+
+$(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/replay_%.o \
+                         $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# libFuzzer binaries (clang only; built by `make fuzz-build` into build/fuzz).
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
+
 # Installs what is missing (Debian packages, ONNX Runtime, the Python venv); idempotent.
 setup:
 	@ORT_HOME="$(ORT_HOME)" VENV="$(VENV)" scripts/setup.sh
@@ -52,9 +76,9 @@ run: setup all models
 	$(BUILD)/bin/nereid --model-repository=$(CURDIR)/examples/model_repository
 
 # Each test binary ends with "<name>: N passed, N failed"; the last line sums them.
-unit: $(UNIT_BIN) models
+unit: $(UNIT_BIN) $(REPLAY_BIN) models
 	@$(PY) tests/unit/gen_test_models.py tests/unit/models >/dev/null
-	@pass=0; fail=0; for t in $(UNIT_BIN); do \
+	@pass=0; fail=0; for t in $(UNIT_BIN) $(REPLAY_BIN); do \
 	    $$t > $(BUILD)/tests/last.log 2>&1; rc=$$?; cat $(BUILD)/tests/last.log; \
 	    line=$$(tail -n 1 $(BUILD)/tests/last.log); \
 	    p=$$(echo "$$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p'); \
@@ -72,9 +96,88 @@ test: setup
 	$(MAKE) models
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) ci-sanitize
+
+# ---- sanitizers and fuzzing (docs/reliability.md) ----------------------------
+# Each variant builds into its own directory with clang; build/ is untouched.
+SAN_CC      ?= clang
+SAN_DIR     := $(CURDIR)/tests/sanitizers
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined
+TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+FUZZ_CFLAGS := $(ASAN_CFLAGS) -fsanitize=fuzzer-no-link
+FUZZ_SECONDS ?= 600
+# Reports go to files under <build>/san-logs (the e2e suite keeps the server's
+# console in temporary files); a run fails if any report was written.
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:log_path=$(CURDIR)/build/asan/san-logs/asan \
+           LSAN_OPTIONS=suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build/asan/san-logs/ubsan
+TSAN_ENV = TSAN_OPTIONS=suppressions=$(SAN_DIR)/tsan.supp:log_path=$(CURDIR)/build/tsan/san-logs/tsan:halt_on_error=0:second_deadlock_stack=1
+# The e2e sets: CI runs the whole suite under ASan (about a minute; the
+# perf_analyzer tests accept any measurement as stable) and the concurrent-load
+# tests, dynamic batching included, under TSan.
+ASAN_E2E_CI ?= tests/e2e
+TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
+               tests/e2e/test_dynamic_batching.py
+E2E_ARGS    ?=
+san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
+	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
+
+asan-unit: setup models
+	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
+	CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(ASAN_ENV) $(MAKE) BUILD=build/asan unit
+	$(call san_check,build/asan)
+
+# E2E_TESTS: which e2e files (default: all of them)
+asan-e2e: setup models
+	CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(MAKE) BUILD=build/asan all
+	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
+	$(ASAN_ENV) NEREID_BIN=$(CURDIR)/build/asan/bin/nereid $(PY) -m pytest -q $(E2E_ARGS) \
+	    $(or $(E2E_TESTS),tests/e2e)
+	$(call san_check,build/asan)
+
+asan: asan-unit asan-e2e
+
+tsan: setup models
+	CC=$(SAN_CC) CFLAGS="$(TSAN_CFLAGS)" $(MAKE) BUILD=build/tsan all
+	@rm -rf build/tsan/san-logs; mkdir -p build/tsan/san-logs
+	$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q $(E2E_ARGS) \
+	    $(or $(E2E_TESTS),$(TSAN_E2E))
+	$(call san_check,build/tsan)
+
+fuzz-build: setup models
+	CC=$(SAN_CC) CFLAGS="$(FUZZ_CFLAGS)" $(MAKE) BUILD=build/fuzz \
+	    $(FUZZ_TARGETS:%=build/fuzz/fuzz/fuzz_%)
+
+# Runs each target for FUZZ_SECONDS on a scratch copy of its corpus (new inputs
+# land in build/fuzz/corpus/<t>; crashers in build/fuzz/crash/<t>/). Keep a
+# crasher by copying it to tests/fuzz/regress/<t>/ once it is fixed.
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    mkdir -p build/fuzz/corpus/$$t build/fuzz/crash/$$t; \
+	    echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	    $(ASAN_ENV_FUZZ) build/fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	        -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+	        -artifact_prefix=build/fuzz/crash/$$t/ build/fuzz/corpus/$$t \
+	        tests/fuzz/corpus/$$t $$(ls -d tests/fuzz/regress/$$t 2>/dev/null) \
+	        2>build/fuzz/fuzz_$$t.log || { tail -n 60 build/fuzz/fuzz_$$t.log; exit 1; }; \
+	    grep -E "stat::number_of_executed_units|stat::new_units_added" build/fuzz/fuzz_$$t.log; \
+	done
+ASAN_ENV_FUZZ = LSAN_OPTIONS=suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0
+
+# What `make test` (and so CI) adds: ASan+UBSan unit tests (with the fuzz
+# regression replay), the e2e suite under ASan, the concurrent-load e2e tests
+# under TSan, and each fuzzer for CI_FUZZ_SECONDS.
+CI_FUZZ_SECONDS ?= 15
+ci-sanitize:
+	$(MAKE) asan-unit
+	$(MAKE) asan-e2e E2E_TESTS="$(ASAN_E2E_CI)"
+	$(MAKE) tsan
+	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 
 bench: setup all models $(BUILD)/bin/bench-ort-direct
 	$(PY) bench/run.py
+	$(PY) bench/optimization.py
 
 clean:
 	rm -rf $(BUILD)

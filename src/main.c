@@ -363,7 +363,7 @@ int main(int argc, char **argv)
         int fd = open(o.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd < 0) {
             fprintf(stderr, "error: cannot open log file %s: %s\n", o.log_file, strerror(errno));
-            return 1;
+            goto fail;
         }
         nr_log_settings.fd = fd;
     }
@@ -371,12 +371,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: creating server: Unsupported - --model-control-mode=%s is not "
                         "implemented yet; only 'none' is\n",
                 o.control_mode);
-        return 1;
+        goto fail;
     }
     if (o.n_repos == 0) {
         fprintf(stderr, "error: creating server: Invalid argument - --model-repository must be "
                         "specified\n");
-        return 1;
+        goto fail;
     }
     /* Block the stop signals before any thread starts so that only sigwait sees them. */
     sigset_t stop;
@@ -398,7 +398,7 @@ int main(int argc, char **argv)
     if (st) {
         fprintf(stderr, "error: creating server: %s - %s\n", nr_status_code_name(st->code), st->msg);
         nr_status_free(st);
-        return 1;
+        goto fail;
     }
     nr_repo_log_table(repo);
     log_options(&o);
@@ -406,7 +406,7 @@ int main(int argc, char **argv)
         NR_LOG_ERROR("Internal: failed to load all models");
         nr_repo_destroy(repo);
         fprintf(stderr, "error: creating server: Internal - failed to load all models\n");
-        return 1;
+        goto fail;
     }
     nr_http_server_t *http = NULL;
     if (o.allow_http) {
@@ -424,7 +424,7 @@ int main(int argc, char **argv)
             NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
             nr_status_free(st);
             nr_repo_destroy(repo);
-            return 1;
+            goto fail;
         }
         NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, nr_http_port(http));
     }
@@ -439,4 +439,7 @@ int main(int argc, char **argv)
     nr_repo_destroy(repo);
     free(o.repos);
     return 0;
+fail: /* o.repos is the only allocation the early exits still hold */
+    free(o.repos);
+    return 1;
 }

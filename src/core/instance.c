@@ -21,6 +21,7 @@ struct nr_instance_s {
     void *state; /* backend instance state */
     pthread_t thread;
     bool started;
+    bool passive; /* loaded, never takes requests */
     nr_req_t **reqs;       /* batch scratch, max_batch entries */
     nr_batch_item_t **items;
     size_t cap;
@@ -118,9 +119,26 @@ static void run_batch(nr_instance_t *inst, size_t n)
     }
     nr_status_free(st);
     record(m, inst->reqs, n, &b, t_exec, t_end);
-    nr_sched_finished(m->sched, n);
-    for (size_t i = 0; i < n; i++)
-        inst->reqs[i]->done(inst->reqs[i], inst->reqs[i]->done_arg);
+    nr_sched_complete(m->sched, inst->reqs, n);
+}
+
+/* Requests whose queue timeout expired (REJECT): never executed, answered
+ * UNAVAILABLE with Triton's text, counted as failures. */
+static void reject_expired(nr_instance_t *inst, nr_req_t *list)
+{
+    nr_model_t *m = inst->model;
+    uint64_t now = nr_now_ns();
+    while (list) {
+        size_t n = 0;
+        for (; list && n < inst->cap; list = list->next) {
+            nr_req_t *r = list;
+            r->status = nr_status_new(NR_UNAVAILABLE, "Request timeout expired");
+            r->t_end_ns = now;
+            nr_stat_add(&m->stats.fail, now - r->t_start_ns);
+            inst->reqs[n++] = r;
+        }
+        nr_sched_complete(m->sched, inst->reqs, n);
+    }
 }
 
 static void *inst_main(void *arg)
@@ -130,7 +148,12 @@ static void *inst_main(void *arg)
     snprintf(tname, sizeof(tname), "%s", inst->name);
     pthread_setname_np(pthread_self(), tname);
     for (;;) {
-        size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap);
+        nr_req_t *expired;
+        size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap, &expired);
+        if (expired) {
+            reject_expired(inst, expired);
+            continue;
+        }
         if (n == 0)
             break;
         run_batch(inst, n);
@@ -138,8 +161,15 @@ static void *inst_main(void *arg)
     return NULL;
 }
 
+void nr_inst_set_passive(nr_instance_t *inst, bool passive)
+{
+    inst->passive = passive;
+}
+
 void nr_inst_start(nr_instance_t *inst)
 {
+    if (inst->passive)
+        return;
     if (pthread_create(&inst->thread, NULL, inst_main, inst) != 0) {
         NR_LOG_ERROR("failed to start thread for instance %s", inst->name);
         return;

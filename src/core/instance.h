@@ -9,6 +9,9 @@
 
 NR_MUST_CHECK nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info,
                                           nr_instance_t **out);
+/* A passive instance (instance_group passive: true) is loaded but never
+ * started: it takes no requests. Call before nr_inst_start. */
+void nr_inst_set_passive(nr_instance_t *inst, bool passive);
 /* Starts the thread; the instance then serves until the queue stops. */
 void nr_inst_start(nr_instance_t *inst);
 /* Joins the thread (call after nr_sched_stop) and destroys the backend state. */

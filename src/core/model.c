@@ -70,9 +70,8 @@ static nr_status_t *create_instances(nr_model_t *m, int intra_op_threads)
                 NR_LOG_VERBOSE(1, "created instance %s on %s device %d for '%s' version %s",
                                name, ig->kind == NR_KIND_GPU ? "GPU" : "CPU", info.device_id,
                                m->name, m->version_str);
+                nr_inst_set_passive(inst, ig->passive); /* loaded but never scheduled */
                 m->instances[m->n_instances++] = inst;
-                if (ig->passive) /* loaded but never scheduled */
-                    continue;
             }
         }
     }
@@ -126,9 +125,12 @@ void nr_model_unload(nr_model_t *m)
 nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
 {
     nr_status_t *st = nr_req_validate(req);
-    if (st)
+    if (st) /* a request the model refuses is not counted (as in Triton) */
         return st;
-    return nr_sched_enqueue(m->sched, req);
+    st = nr_sched_enqueue(m->sched, req);
+    if (st) /* queue full or stopping: a failed inference */
+        nr_stat_add(&m->stats.fail, nr_now_ns() - req->t_start_ns);
+    return st;
 }
 
 uint64_t nr_model_inflight(nr_model_t *m)

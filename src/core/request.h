@@ -43,8 +43,12 @@ struct nr_req_s {
     nr_tensor_t *outputs; /* [n_want], filled by the backend */
     nr_batch_item_t item; /* the backend's view of this request */
     uint64_t batch_size;
-    uint32_t priority;
-    uint64_t timeout_us;
+    uint32_t priority;   /* request parameter "priority": 0 = the model's default level */
+    uint64_t timeout_us; /* request parameter "timeout" (us): 0 = none */
+    /* set by the scheduler at enqueue, under its lock */
+    uint32_t level;       /* priority-level queue index (0 = highest) */
+    uint64_t seq;         /* arrival number, for preserve_ordering */
+    uint64_t deadline_ns; /* queue timeout (CLOCK_MONOTONIC), 0 = none */
     /* CLOCK_MONOTONIC ns */
     uint64_t t_start_ns, t_queue_ns, t_exec_ns, t_input_end_ns, t_infer_end_ns, t_end_ns;
     nr_status_t *status; /* result once done() runs; owned by the request */

@@ -1,8 +1,24 @@
-/* scheduler.c - the per-model queue and batch formation.
+/* scheduler.c - the per-model queue and Triton's dynamic batcher.
  *
- * One mutex + condvar per model. Instances wait on the condvar; a producer
- * signals one waiter per request. Lock rules: the queue lock is never held
- * across a backend call, I/O or logging.
+ * One mutex + condvar per model. Each priority level has its own FIFO, plus a
+ * second FIFO for requests whose timeout expired under timeout_action DELAY
+ * (they stay queued, behind the unexpired requests of their level). Idle
+ * instance threads wait on the condvar; a producer signals one waiter per
+ * request, and an instance that leaves work behind signals the next.
+ *
+ * Batch formation (Triton's GetDynamicBatch): scan in priority order, arrival
+ * order within a level, counting each request as max(1, its batch). The scan
+ * stops before a request that would exceed max_batch_size or whose shapes
+ * differ from the first request's on an enforced input; it marks each total
+ * that is a preferred size, and the total before the largest preferred size
+ * would be exceeded. Then: a mark and the oldest scanned request younger than
+ * max_queue_delay -> send up to the mark; the scan was cut, the total reached
+ * the largest preferred size, the delay is 0 or passed -> send all scanned;
+ * else wait for the delay, the nearest queue timeout or a new arrival.
+ *
+ * Timeouts are applied lazily: only when the clock passes the earliest known
+ * deadline does a pass over the queues move expired requests (to the delayed
+ * FIFO, or out as rejected); the waiting instance wakes for that deadline.
  */
 #include "scheduler.h"
 
@@ -13,41 +29,116 @@
 #include <string.h>
 #include <time.h>
 
+typedef struct {
+    nr_req_t *head, *tail;   /* waiting, not expired, arrival order */
+    nr_req_t *dhead, *dtail; /* expired under DELAY, arrival order */
+    size_t n;                /* both lists: what max_queue_size counts */
+    uint64_t timeout_us;     /* default_timeout_microseconds, 0 = none */
+    bool allow_override;
+    bool delay;              /* timeout_action DELAY */
+    uint32_t max_size;       /* 0 = unbounded */
+} level_t;
+
 struct nr_sched_s {
     const nr_model_config_t *cfg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    nr_req_t *head, *tail;
+    level_t *levels;
+    size_t n_levels;
+    size_t default_level; /* index used for priority 0 or out of range */
     size_t queued;
-    uint64_t executing;
+    uint64_t executing;   /* handed out, not yet completed */
+    uint64_t next_deadline; /* no unexpired queued request has an earlier one */
+    uint64_t seq;
     bool stopped;
     bool dynamic;
     uint32_t max_batch;      /* cap on batch size (1 when not batching) */
     uint64_t max_delay_ns;
     uint32_t max_preferred;  /* largest preferred batch size */
-    uint32_t max_queue_size; /* 0 = unbounded */
+    bool *preferred;         /* [max_batch + 1]: is this total a preferred size */
+    bool check_inputs;       /* some input is enforced or optional */
+    bool *enforce;           /* per config input: equal shape within a batch */
+    bool *shape_tensor;      /* per config input: equal values too */
+    /* preserve_ordering: completions wait in `pending` (sorted by seq) until
+     * every earlier arrival is done; one thread at a time delivers. */
+    bool ordered;
+    pthread_mutex_t ord_mu;
+    nr_req_t *pending;
+    uint64_t next_out;
+    bool delivering;
 };
+
+static const nr_cfg_queue_policy_t *level_policy(const nr_cfg_dynamic_batching_t *db, uint64_t key)
+{
+    for (size_t i = 0; i < db->n_priority_queue_policy; i++)
+        if (db->priority_queue_policy[i].key == key)
+            return &db->priority_queue_policy[i].value;
+    return &db->default_queue_policy;
+}
+
+static bool has_wildcard(const nr_cfg_input_t *in)
+{
+    for (size_t k = 0; k < in->dims.n; k++)
+        if (in->dims.v[k] < 0)
+            return true;
+    return false;
+}
+
+static void init_dynamic(nr_sched_t *s, const nr_model_config_t *cfg)
+{
+    const nr_cfg_dynamic_batching_t *db = &cfg->dynamic_batching;
+    s->max_delay_ns = db->max_queue_delay_microseconds * 1000ull;
+    for (size_t i = 0; i < db->n_preferred_batch_size; i++) {
+        int32_t p = db->preferred_batch_size[i];
+        if (p > 0 && (uint32_t)p <= s->max_batch) {
+            s->preferred[p] = true;
+            if ((uint32_t)p > s->max_preferred)
+                s->max_preferred = (uint32_t)p;
+        }
+    }
+    s->n_levels = db->priority_levels > 0 ? (size_t)db->priority_levels : 1;
+    s->default_level = db->priority_levels > 0 ? (size_t)db->default_priority_level - 1 : 0;
+    s->levels = nr_calloc(s->n_levels, sizeof(level_t));
+    for (size_t l = 0; l < s->n_levels; l++) {
+        const nr_cfg_queue_policy_t *q =
+            db->priority_levels > 0 ? level_policy(db, l + 1) : &db->default_queue_policy;
+        s->levels[l].timeout_us = q->default_timeout_microseconds;
+        s->levels[l].allow_override = q->allow_timeout_override;
+        s->levels[l].delay = q->timeout_action == NR_TIMEOUT_DELAY;
+        s->levels[l].max_size = q->max_queue_size;
+    }
+    s->ordered = db->preserve_ordering;
+    size_t n_in = cfg->n_input ? cfg->n_input : 1;
+    s->enforce = nr_calloc(n_in, sizeof(bool));
+    s->shape_tensor = nr_calloc(n_in, sizeof(bool));
+    for (size_t i = 0; i < cfg->n_input; i++) {
+        const nr_cfg_input_t *in = &cfg->input[i];
+        s->shape_tensor[i] = in->is_shape_tensor;
+        s->enforce[i] = in->is_shape_tensor || (has_wildcard(in) && !in->allow_ragged_batch);
+        s->check_inputs |= s->enforce[i] || in->optional;
+    }
+}
 
 nr_sched_t *nr_sched_create(const nr_model_config_t *cfg)
 {
     nr_sched_t *s = nr_calloc(1, sizeof(*s));
     s->cfg = cfg;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ord_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    s->next_deadline = UINT64_MAX;
     s->dynamic = cfg->scheduling_choice == NR_SCHED_DYNAMIC;
     s->max_batch = (s->dynamic && cfg->max_batch_size > 0) ? (uint32_t)cfg->max_batch_size : 1;
+    s->preferred = nr_calloc(s->max_batch + 1, sizeof(bool));
     if (s->dynamic) {
-        const nr_cfg_dynamic_batching_t *db = &cfg->dynamic_batching;
-        s->max_delay_ns = db->max_queue_delay_microseconds * 1000ull;
-        for (size_t i = 0; i < db->n_preferred_batch_size; i++)
-            if ((uint32_t)db->preferred_batch_size[i] > s->max_preferred)
-                s->max_preferred = (uint32_t)db->preferred_batch_size[i];
-        if (db->has_default_queue_policy)
-            s->max_queue_size = db->default_queue_policy.max_queue_size;
+        init_dynamic(s, cfg);
+    } else {
+        s->n_levels = 1;
+        s->levels = nr_calloc(1, sizeof(level_t));
     }
     if (s->max_preferred == 0)
         s->max_preferred = s->max_batch;
@@ -59,97 +150,254 @@ void nr_sched_destroy(nr_sched_t *s)
     if (!s)
         return;
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ord_mu);
     pthread_cond_destroy(&s->cv);
+    free(s->levels);
+    free(s->preferred);
+    free(s->enforce);
+    free(s->shape_tensor);
     free(s);
+}
+
+static void push(nr_req_t **head, nr_req_t **tail, nr_req_t *r)
+{
+    r->next = NULL;
+    if (*tail)
+        (*tail)->next = r;
+    else
+        *head = r;
+    *tail = r;
 }
 
 nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req)
 {
-    req->next = NULL;
+    size_t li = 0;
+    if (s->dynamic && s->cfg->dynamic_batching.priority_levels > 0)
+        li = req->priority == 0 || req->priority > s->n_levels ? s->default_level
+                                                               : (size_t)req->priority - 1;
+    level_t *L = &s->levels[li];
     pthread_mutex_lock(&s->mu);
     if (s->stopped) {
         pthread_mutex_unlock(&s->mu);
         return nr_req_error(req, NR_UNAVAILABLE, "Server is stopping");
     }
-    if (s->max_queue_size && s->queued >= s->max_queue_size) {
+    if (L->max_size && L->n >= L->max_size) {
         pthread_mutex_unlock(&s->mu);
         return nr_req_error(req, NR_UNAVAILABLE, "Exceeds maximum queue size");
     }
-    req->t_queue_ns = nr_now_ns();
-    if (s->tail)
-        s->tail->next = req;
-    else
-        s->head = req;
-    s->tail = req;
+    uint64_t now = nr_now_ns();
+    /* Triton: a request's own timeout only shortens the level's default one */
+    uint64_t timeout_us = L->timeout_us;
+    if (L->allow_override && req->timeout_us != 0 && req->timeout_us < timeout_us)
+        timeout_us = req->timeout_us;
+    req->t_queue_ns = now;
+    req->level = (uint32_t)li;
+    req->seq = s->seq++;
+    req->deadline_ns = timeout_us ? now + timeout_us * 1000ull : 0;
+    if (req->deadline_ns && req->deadline_ns < s->next_deadline)
+        s->next_deadline = req->deadline_ns;
+    push(&L->head, &L->tail, req);
+    L->n++;
     s->queued++;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-/* Same non-batch shape on every input: required to execute as one batch. */
-static bool compatible(const nr_req_t *a, const nr_req_t *b)
+/* Moves every expired request: to its level's delayed FIFO (DELAY) or onto
+ * *expired (REJECT, counted as executing until completed). Recomputes the
+ * earliest remaining deadline. */
+static void apply_timeouts(nr_sched_t *s, uint64_t now, nr_req_t **expired, nr_req_t **etail)
 {
-    for (size_t i = 0; i < a->item.n_inputs; i++) {
+    uint64_t next = UINT64_MAX;
+    for (size_t l = 0; l < s->n_levels; l++) {
+        level_t *L = &s->levels[l];
+        nr_req_t *prev = NULL, *r = L->head;
+        while (r) {
+            nr_req_t *nx = r->next;
+            if (r->deadline_ns == 0 || r->deadline_ns > now) {
+                if (r->deadline_ns && r->deadline_ns < next)
+                    next = r->deadline_ns;
+                prev = r;
+                r = nx;
+                continue;
+            }
+            if (prev)
+                prev->next = nx;
+            else
+                L->head = nx;
+            if (L->tail == r)
+                L->tail = prev;
+            r->deadline_ns = 0;
+            if (L->delay) {
+                push(&L->dhead, &L->dtail, r);
+            } else {
+                L->n--;
+                s->queued--;
+                s->executing++;
+                push(expired, etail, r);
+            }
+            r = nx;
+        }
+    }
+    s->next_deadline = next;
+}
+
+/* Same shape (and, for shape tensors, values) on every enforced input, and
+ * the same set of inputs: required to execute as one batch. */
+static bool compatible(const nr_sched_t *s, const nr_req_t *a, const nr_req_t *b)
+{
+    if (!s->check_inputs)
+        return true;
+    for (size_t i = 0; i < s->cfg->n_input; i++) {
+        if (a->present[i] != b->present[i])
+            return false;
+        if (!a->present[i] || !s->enforce[i])
+            continue;
         const nr_tensor_t *x = &a->inputs[i], *y = &b->inputs[i];
-        if (a->present[i] != b->present[i] || x->ndim != y->ndim)
+        if (x->ndim != y->ndim)
             return false;
         if (x->ndim > 1 && memcmp(x->dims + 1, y->dims + 1, (x->ndim - 1) * sizeof(int64_t)))
+            return false;
+        if (s->shape_tensor[i] && (x->size != y->size || memcmp(x->data, y->data, x->size)))
             return false;
     }
     return true;
 }
 
-/* How many queued requests, from the head, fit in one batch; *total gets their batch sum. */
-static size_t batch_extent(nr_sched_t *s, size_t cap, uint64_t *total)
+typedef struct {
+    size_t n;        /* requests scanned into the pending batch */
+    uint64_t total;  /* their batch sum */
+    size_t mark;     /* requests up to the best preferred size; 0 = none */
+    bool cut;        /* stopped before a request that cannot join */
+    uint64_t oldest; /* earliest enqueue time among the scanned */
+} scan_t;
+
+/* One step of the scan; returns false when `r` cannot join the batch. */
+static bool scan_one(nr_sched_t *s, scan_t *sc, const nr_req_t *first, const nr_req_t *r)
 {
-    size_t n = 0;
-    uint64_t sum = 0;
-    for (nr_req_t *r = s->head; r && n < cap; r = r->next) {
-        uint64_t bs = r->batch_size ? r->batch_size : 1;
-        if (n > 0 && (sum + bs > s->max_batch || !compatible(s->head, r)))
-            break;
-        sum += bs;
-        n++;
+    uint64_t bs = r->batch_size ? r->batch_size : 1;
+    if (sc->n > 0) {
         if (!s->dynamic)
-            break;
+            return false;
+        if (sc->total + bs > s->max_preferred && sc->mark == 0)
+            sc->mark = sc->n;
+        if (sc->total + bs > s->max_batch || !compatible(s, first, r))
+            return false;
     }
-    *total = sum;
-    return n;
+    sc->total += bs;
+    sc->n++;
+    if (r->t_queue_ns < sc->oldest)
+        sc->oldest = r->t_queue_ns;
+    if (sc->total <= s->max_batch && s->preferred[sc->total])
+        sc->mark = sc->n;
+    return true;
 }
 
-size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap)
+static void scan(nr_sched_t *s, scan_t *sc)
 {
+    memset(sc, 0, sizeof(*sc));
+    sc->oldest = UINT64_MAX;
+    const nr_req_t *first = NULL;
+    for (size_t l = 0; l < s->n_levels; l++) {
+        for (int d = 0; d < 2; d++) {
+            for (nr_req_t *r = d ? s->levels[l].dhead : s->levels[l].head; r; r = r->next) {
+                if (first == NULL)
+                    first = r;
+                if (!scan_one(s, sc, first, r)) {
+                    sc->cut = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/* How many requests to send now; 0 = wait until *until (CLOCK_MONOTONIC ns). */
+static size_t plan(nr_sched_t *s, uint64_t now, uint64_t *until)
+{
+    scan_t sc;
+    scan(s, &sc);
+    bool delay_passed = s->max_delay_ns && now - sc.oldest >= s->max_delay_ns;
+    if (sc.mark && !delay_passed)
+        return sc.mark;
+    if (sc.cut || sc.total >= s->max_preferred || s->stopped || delay_passed ||
+        s->max_delay_ns == 0)
+        return sc.n;
+    *until = sc.oldest + s->max_delay_ns;
+    if (s->next_deadline < *until)
+        *until = s->next_deadline;
+    return 0;
+}
+
+/* Pops the first n requests in scan order. */
+static void take(nr_sched_t *s, nr_req_t **out, size_t n)
+{
+    size_t k = 0;
+    for (size_t l = 0; l < s->n_levels && k < n; l++) {
+        level_t *L = &s->levels[l];
+        while (k < n && L->head) {
+            out[k++] = L->head;
+            L->head = L->head->next;
+            L->n--;
+        }
+        if (!L->head)
+            L->tail = NULL;
+        while (k < n && L->dhead) {
+            out[k++] = L->dhead;
+            L->dhead = L->dhead->next;
+            L->n--;
+        }
+        if (!L->dhead)
+            L->dtail = NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i]->next = NULL;
+    s->queued -= n;
+    s->executing += n;
+}
+
+static void wait_until(nr_sched_t *s, uint64_t until)
+{
+    if (until == UINT64_MAX) {
+        pthread_cond_wait(&s->cv, &s->mu);
+        return;
+    }
+    struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+}
+
+size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired)
+{
+    nr_req_t *etail = NULL;
+    *expired = NULL;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (s->head == NULL && !s->stopped)
-            pthread_cond_wait(&s->cv, &s->mu);
-        if (s->head == NULL) {
+        uint64_t now = nr_now_ns();
+        if (now >= s->next_deadline)
+            apply_timeouts(s, now, expired, &etail);
+        if (*expired) {
             pthread_mutex_unlock(&s->mu);
             return 0;
         }
-        uint64_t total;
-        size_t n = batch_extent(s, cap, &total);
-        bool cut = n < s->queued;
-        if (s->dynamic && s->max_delay_ns && total < s->max_preferred && !cut && !s->stopped) {
-            uint64_t deadline = s->head->t_queue_ns + s->max_delay_ns;
-            uint64_t now = nr_now_ns();
-            if (now < deadline) {
-                struct timespec ts = {(time_t)(deadline / 1000000000ull),
-                                      (long)(deadline % 1000000000ull)};
-                pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-                continue;
+        if (s->queued == 0) {
+            if (s->stopped) {
+                pthread_mutex_unlock(&s->mu);
+                return 0;
             }
+            wait_until(s, UINT64_MAX);
+            continue;
         }
-        for (size_t i = 0; i < n; i++) {
-            out[i] = s->head;
-            s->head = s->head->next;
+        uint64_t until = UINT64_MAX;
+        size_t n = plan(s, now, &until);
+        if (n == 0) {
+            wait_until(s, until);
+            continue;
         }
-        if (s->head == NULL)
-            s->tail = NULL;
-        s->queued -= n;
-        s->executing += n;
-        bool more = s->head != NULL;
+        if (n > cap)
+            n = cap;
+        take(s, out, n);
+        bool more = s->queued > 0;
         pthread_mutex_unlock(&s->mu);
         if (more) /* another idle instance can start on the rest */
             pthread_cond_signal(&s->cv);
@@ -157,11 +405,66 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap)
     }
 }
 
-void nr_sched_finished(nr_sched_t *s, size_t n)
+static void finished(nr_sched_t *s, size_t n)
 {
     pthread_mutex_lock(&s->mu);
     s->executing -= n;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* Inserts r into the reorder buffer, kept sorted by arrival number. */
+static void pending_insert(nr_sched_t *s, nr_req_t *r)
+{
+    nr_req_t **p = &s->pending;
+    while (*p && (*p)->seq < r->seq)
+        p = &(*p)->next;
+    r->next = *p;
+    *p = r;
+}
+
+void nr_sched_complete(nr_sched_t *s, nr_req_t **reqs, size_t n)
+{
+    if (!s->ordered) {
+        finished(s, n);
+        for (size_t i = 0; i < n; i++)
+            reqs[i]->done(reqs[i], reqs[i]->done_arg);
+        return;
+    }
+    pthread_mutex_lock(&s->ord_mu);
+    for (size_t i = 0; i < n; i++)
+        pending_insert(s, reqs[i]);
+    if (s->delivering) { /* the delivering thread will pick them up */
+        pthread_mutex_unlock(&s->ord_mu);
+        return;
+    }
+    s->delivering = true;
+    for (;;) {
+        nr_req_t *chain = NULL, **end = &chain;
+        size_t k = 0;
+        while (s->pending && s->pending->seq == s->next_out) {
+            nr_req_t *r = s->pending;
+            s->pending = r->next;
+            *end = r;
+            end = &r->next;
+            s->next_out++;
+            k++;
+        }
+        *end = NULL;
+        if (k == 0) {
+            s->delivering = false;
+            pthread_mutex_unlock(&s->ord_mu);
+            return;
+        }
+        pthread_mutex_unlock(&s->ord_mu);
+        finished(s, k);
+        while (chain) {
+            nr_req_t *r = chain;
+            chain = r->next;
+            r->next = NULL;
+            r->done(r, r->done_arg);
+        }
+        pthread_mutex_lock(&s->ord_mu);
+    }
 }
 
 void nr_sched_stop(nr_sched_t *s)
@@ -176,6 +479,14 @@ uint64_t nr_sched_inflight(nr_sched_t *s)
 {
     pthread_mutex_lock(&s->mu);
     uint64_t n = s->queued + s->executing;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+uint64_t nr_sched_queued(nr_sched_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->queued;
     pthread_mutex_unlock(&s->mu);
     return n;
 }

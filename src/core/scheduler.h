@@ -1,9 +1,18 @@
-/* scheduler.h - one queue per model version, shared by its instances.
+/* scheduler.h - one queue per model version, shared by its instances, and
+ * Triton's dynamic batcher.
  *
  * Producers (frontend threads) enqueue; each idle instance thread forms its
  * next batch under the queue lock (no batcher thread, no extra hop) and then
- * executes it with no lock held. Without dynamic_batching a batch is one
- * request; with it, queued requests are combined up to max_batch_size.
+ * executes it with no lock held, so while one instance executes, the next
+ * idle one is already forming the following batch. Without dynamic_batching
+ * a batch is one request; with it, queued requests are combined following
+ * Triton's rules (preferred sizes, max_queue_delay_microseconds, priority
+ * levels, queue policies with timeouts, equal shapes unless ragged), and
+ * preserve_ordering hands responses back in arrival order.
+ *
+ * Locks: `mu` guards the queues; `ord_mu` guards the completion reorder buffer
+ * (preserve_ordering only). No thread holds both, and neither is held across
+ * a backend call, a done() callback, I/O or logging.
  */
 #ifndef NR_SCHEDULER_H
 #define NR_SCHEDULER_H
@@ -17,15 +26,30 @@ typedef struct nr_sched_s nr_sched_t;
 
 nr_sched_t *nr_sched_create(const nr_model_config_t *cfg);
 void nr_sched_destroy(nr_sched_t *s);
-/* Takes ownership of req until it is handed to an instance. */
+/* Queues a validated request at its priority level. On success takes
+ * ownership of req until nr_sched_complete hands it back through req->done.
+ * On failure nothing is queued, req stays the caller's, and the error is
+ * UNAVAILABLE: "[request id: <id>] Exceeds maximum queue size" when the level's
+ * queue holds max_queue_size requests, or "Server is stopping". */
 NR_MUST_CHECK nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req);
-/* Blocks until a batch is ready; fills out[0..n) and returns n, or 0 once the
- * scheduler is stopped and empty. */
-size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap);
-/* After this, next_batch drains what is queued and then returns 0. */
+/* Blocks until an idle instance has work. Returns n > 0 with out[0..n) the
+ * next batch (n <= cap), in arrival order within priority order. Returns 0
+ * with *expired != NULL: requests whose queue timeout expired under
+ * timeout_action REJECT, linked through ->next; the caller sets their status
+ * ("Request timeout expired") and passes them to nr_sched_complete, never to
+ * the backend. Returns 0 with *expired == NULL once stopped and drained.
+ * The caller owns what it gets until nr_sched_complete. */
+size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired);
+/* Hands n finished requests back: calls each req->done exactly once, outside
+ * every lock; with preserve_ordering in arrival order across all instances
+ * (a request waits in the reorder buffer until every earlier one is done).
+ * Takes ownership of the requests; the caller must not touch them after. */
+void nr_sched_complete(nr_sched_t *s, nr_req_t **reqs, size_t n);
+/* After this, next_batch sends what is queued without waiting, then returns 0. */
 void nr_sched_stop(nr_sched_t *s);
-/* Queued requests plus requests handed out and not yet finished. */
+/* Queued requests plus requests handed out and not yet completed. */
 uint64_t nr_sched_inflight(nr_sched_t *s);
-void nr_sched_finished(nr_sched_t *s, size_t n); /* n requests of a batch completed */
+/* Requests waiting in the queues (all levels, delayed ones included). */
+uint64_t nr_sched_queued(nr_sched_t *s);
 
 #endif

@@ -114,6 +114,38 @@ def graph_order_test():
          _vi("MMM", TensorProto.FLOAT, shape)])
 
 
+def graph_batch_sum():
+    """FP32 INPUT0 [batch,n] -> OUTPUT0 = INPUT0, BATCH_SUM [batch,1] = the sum of every value
+    of the whole executed batch on each row. With request i sending 2**i, a response's
+    BATCH_SUM names exactly the requests that executed with it (tests of the batcher)."""
+    shape = ["batch", "n"]
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    ax1 = helper.make_tensor("ax1", TensorProto.INT64, [1], [1])
+    ax01 = helper.make_tensor("ax01", TensorProto.INT64, [2], [0, 1])
+    return helper.make_graph(
+        [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"]),
+         helper.make_node("ReduceSum", ["INPUT0", "ax1"], ["rows"], keepdims=1),
+         helper.make_node("Mul", ["rows", "zero"], ["zeros"]),
+         helper.make_node("ReduceSum", ["INPUT0", "ax01"], ["total"], keepdims=1),
+         helper.make_node("Add", ["zeros", "total"], ["BATCH_SUM"])],
+        "batch_sum",
+        [_vi("INPUT0", TensorProto.FLOAT, shape)],
+        [_vi("OUTPUT0", TensorProto.FLOAT, shape), _vi("BATCH_SUM", TensorProto.FLOAT, ["batch", 1])],
+        initializer=[zero, ax1, ax01])
+
+
+def write_batch_sum(repo, name, extra, max_batch_size=8):
+    """Writes model `name` (graph_batch_sum) with `extra` appended to its config."""
+    d = Path(repo) / name
+    _write(d / "config.pbtxt",
+           f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: {max_batch_size}\n'
+           'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+           'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] },'
+           ' { name: "BATCH_SUM" data_type: TYPE_FP32 dims: [ 1 ] } ]\n' + extra)
+    _save(graph_batch_sum(), d / "1" / "model.onnx")
+    return d
+
+
 # ----------------------------------------------------------------------------- configs
 
 CONFIG_SIMPLE = """name: "simple"

@@ -233,6 +233,39 @@ def test_huge_bytes_length_prefix_is_400(main_server):
                          "of length 4294967295 but only 3 bytes available")
 
 
+@pytest.mark.parametrize("shape", [
+    [2**63 - 1, 2**63 - 1], [18446744073709551615, 1], [2**32, 2**32, 2**32], [8, 2**62],
+    [1, 4294967296, 4294967296], [1] * 17,
+])
+@pytest.mark.parametrize("model, dtype, data", [
+    ("identity_fp32", "FP32", b"\0\0\x80\x3f"),
+    ("identity_bytes", "BYTES", b"\1\0\0\0a"),
+])
+def test_overflowing_shape_binary_is_400(main_server, shape, model, dtype, data):
+    """Element counts past 64 bits, dims past int64, ranks past the limit, with one element of
+    binary data: 400 and the server alive (docs/reliability.md)."""
+    head = {"inputs": [{"name": "INPUT0", "shape": shape, "datatype": dtype,
+                        "parameters": {"binary_data_size": len(data)}}]}
+    body, hdrs = binary_request(head, [data])
+    assert_error_status(post(main_server.port, f"/v2/models/{model}/infer", body, hdrs), 400)
+
+
+@pytest.mark.parametrize("size", [2**64 - 1, 2**63 - 1, 2**32 + 4])
+def test_overflowing_binary_data_size_is_400(main_server, size):
+    head = {"inputs": [{"name": "INPUT0", "shape": [1, 1], "datatype": "FP32",
+                        "parameters": {"binary_data_size": size}}]}
+    body, hdrs = binary_request(head, [bytes(4)])
+    assert_error_status(post(main_server.port, "/v2/models/identity_fp32/infer", body, hdrs), 400)
+
+
+@pytest.mark.parametrize("value", ["18446744073709551616", "9223372036854775808",
+                                   "99999999999999999999999999", "-9223372036854775809"])
+def test_overflowing_header_length_is_400(main_server, value):
+    body, hdrs = binary_request({"inputs": []})
+    hdrs["Inference-Header-Content-Length"] = value
+    assert_error_status(post(main_server.port, "/v2/models/identity_fp32/infer", body, hdrs), 400)
+
+
 # ----------------------------------------------------------------------------- broken transport
 
 def test_truncated_body_then_close(main_server):

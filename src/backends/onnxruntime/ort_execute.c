@@ -405,8 +405,9 @@ static size_t fixed_output(nr__ort_inst_t *in, const nr_batch_t *batch, out_info
         const uint64_t rows = in->model->batching ? item->batch_size : 1;
         for (size_t j = 0; item->status == NULL && j < item->n_want; j++)
             if (item->want[j] == o->ci) {
-                set_view(in, o, item, &item->outputs[j], (char *)base + row * row_bytes,
-                         rows * row_bytes, &vh->hold);
+                /* an empty output has no buffer: base is NULL (no offset on NULL) */
+                const char *p = base != NULL ? (char *)base + row * row_bytes : NULL;
+                set_view(in, o, item, &item->outputs[j], p, rows * row_bytes, &vh->hold);
                 views++;
             }
         row += rows;

@@ -188,7 +188,7 @@ nr_status_t *nr_http_classify(const nr_tensor_t *t, bool batching, uint64_t k,
     size_t *idx = nr_malloc((per ? per : 1) * sizeof(size_t));
     nr_buf_t b;
     nr_buf_init(&b);
-    for (uint64_t bi = 0; bi < batch; bi++) {
+    for (uint64_t bi = 0; per > 0 && bi < batch; bi++) { /* empty outputs may have no data */
         cmp_ctx_t c = {dt, (const char *)t->data + bi * per * es, es};
         for (uint64_t i = 0; i < per; i++)
             idx[i] = i;

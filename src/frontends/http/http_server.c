@@ -403,29 +403,26 @@ static enum MHD_Result upload(nr_http_server_t *s, struct MHD_Connection *c, con
     return MHD_YES;
 }
 
-/* The body is complete: route again (the views point into this call's url)
- * and run the handler. */
-static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
-                                const char *url, const char *method)
+/* Routes one complete request and runs its handler; see http_int.h. */
+void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
+                    const nr_http_headers_t *h, char **body, size_t body_len, nr_http_resp_t *r)
 {
-    nr_http_resp_t r;
-    nr_http_resp_init(&r);
     match_t m = route(url);
     if (m.id == R_NONE) {
-        nr_http_error_msg(&r, 404, "Not Found");
-        return send_resp(c, &r);
+        nr_http_error_msg(r, 404, "Not Found");
+        return;
     }
     if (strcmp(method, routes[m.id].method) != 0) {
-        nr_http_error_msg(&r, 405, "Method Not Allowed");
-        return send_resp(c, &r);
+        nr_http_error_msg(r, 405, "Method Not Allowed");
+        return;
     }
     if (m.bad_version) {
-        nr_http_error(&r, nr_status_new(NR_INVALID_ARG,
-                                        "failed to get model version from specified version "
-                                        "string '%.*s' (details: stoll), version should be an "
-                                        "integral value > 0",
-                                        (int)m.vlen, m.vstr));
-        return send_resp(c, &r);
+        nr_http_error(r, nr_status_new(NR_INVALID_ARG,
+                                       "failed to get model version from specified version "
+                                       "string '%.*s' (details: stoll), version should be an "
+                                       "integral value > 0",
+                                       (int)m.vlen, m.vstr));
+        return;
     }
     nr_http_req_t q = {0};
     q.method = method;
@@ -433,17 +430,32 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
     q.model_len = m.model_len;
     q.version = m.version;
     q.has_repo = m.has_repo;
-    q.body = rq->body ? rq->body : "";
-    q.body_len = rq->len;
-    q.body_owned = rq->body;
-    q.content_encoding = header(c, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    q.accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-    q.infer_header_len = header(c, "Inference-Header-Content-Length");
-    routes[m.id].fn(s, &q, &r);
-    if (q.body_owned == NULL) { /* the handler took the body */
-        rq->body = NULL;
+    q.body = *body ? *body : "";
+    q.body_len = body_len;
+    q.body_owned = *body;
+    q.content_encoding = h->content_encoding;
+    q.accept_encoding = h->accept_encoding;
+    q.infer_header_len = h->infer_header_len;
+    routes[m.id].fn(s, &q, r);
+    if (q.body_owned == NULL) /* the handler took the body */
+        *body = NULL;
+}
+
+/* The body is complete: route again (the views point into this call's url)
+ * and run the handler. */
+static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq,
+                                const char *url, const char *method)
+{
+    nr_http_resp_t r;
+    nr_http_resp_init(&r);
+    nr_http_headers_t h = {
+        .content_encoding = header(c, MHD_HTTP_HEADER_CONTENT_ENCODING),
+        .accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING),
+        .infer_header_len = header(c, "Inference-Header-Content-Length"),
+    };
+    nr_http_handle(s, method, url, &h, &rq->body, rq->len, &r);
+    if (rq->body == NULL)
         rq->len = rq->cap = 0;
-    }
     return send_resp(c, &r);
 }
 
@@ -527,7 +539,7 @@ static bool resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
     return true;
 }
 
-static void server_free(nr_http_server_t *s)
+void nr_http_server_free(nr_http_server_t *s)
 {
     nr_http_labels_free(s);
     free(s->server_meta);
@@ -537,9 +549,8 @@ static void server_free(nr_http_server_t *s)
     free(s);
 }
 
-nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_http_server_t **out)
+nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *repo)
 {
-    *out = NULL;
     nr_http_server_t *s = nr_calloc(1, sizeof(*s));
     s->opts = *opts;
     s->opts.address = nr_strdup(opts->address ? opts->address : "0.0.0.0");
@@ -551,13 +562,20 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_ht
     atomic_init(&s->quiesced, false);
     s->server_meta = nr_http_server_meta_render(&s->opts, &s->server_meta_len);
     nr_http_labels_load(s);
+    return s;
+}
+
+nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_http_server_t **out)
+{
+    *out = NULL;
+    nr_http_server_t *s = nr_http_server_new(opts, repo);
 
     struct sockaddr_storage ss;
     bool v6 = false;
     if (!resolve(s->opts.address, opts->port, &ss, &v6)) {
         nr_status_t *st = nr_status_new(NR_INVALID_ARG, "invalid --http-address '%s'",
                                         s->opts.address);
-        server_free(s);
+        nr_http_server_free(s);
         return st;
     }
     /* One thread per connection: the infer handler blocks on its request.
@@ -575,7 +593,7 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_ht
     if (s->daemon == NULL) {
         nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ",
                                         s->opts.address, opts->port);
-        server_free(s);
+        nr_http_server_free(s);
         return st;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -605,5 +623,5 @@ void nr_http_stop(nr_http_server_t *srv)
     if (!atomic_load(&srv->quiesced))
         nr_http_quiesce(srv);
     MHD_stop_daemon(srv->daemon);
-    server_free(srv);
+    nr_http_server_free(srv);
 }

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpora into tests/fuzz/corpus/<target>/ (committed).
+
+Sources: the example repository's config.pbtxt files, the configs the e2e suite
+writes (tests/e2e/models.py), and the requests recorded against Triton 2.51
+(tests/e2e/data/triton_http.jsonl). Run from the repository root:
+    python3 tests/fuzz/make_seeds.py
+Input formats are the drivers' (see the header comment of each fuzz_*.c).
+"""
+import base64
+import hashlib
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "fuzz" / "corpus"
+MAX_SEED = 8192
+MODELS = {"simple": 0, "identity_fp32": 1, "identity_bytes": 2}
+
+
+def put(target, data):
+    if len(data) > MAX_SEED:
+        return
+    d = OUT / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+
+
+def configs():
+    for p in sorted((ROOT / "examples" / "model_repository").glob("*/config.pbtxt")):
+        put("config", p.read_bytes())
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    try:
+        import models  # noqa: E402
+    except Exception as e:  # onnx missing: the example configs are enough
+        print(f"skipping tests/e2e/models.py configs: {e}")
+        return
+    for name in dir(models):
+        v = getattr(models, name)
+        if name.startswith("CONFIG") and isinstance(v, str):
+            put("config", v.encode())
+    for t in ("TYPE_FP32", "TYPE_STRING", "TYPE_BOOL", "TYPE_FP16"):
+        put("config", models.config_identity("identity", t).encode())
+
+
+def unit_configs():
+    """config.pbtxt texts written as C string literals in the unit tests."""
+    import ast
+    import re
+    lit = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+    for src in sorted((ROOT / "tests" / "unit").glob("test_*.c")):
+        text = src.read_text()
+        # adjacent literals (C concatenation) form one text
+        for m in re.finditer(r'(?:"(?:[^"\\\n]|\\.)*"\s*)+', text):
+            parts = lit.findall(m.group(0))
+            try:
+                s = "".join(ast.literal_eval(p) for p in parts)
+            except (ValueError, SyntaxError):
+                continue
+            if len(s) > 20 and re.search(r"\b(input|output|max_batch_size|instance_group|"
+                                         r"dynamic_batching|backend|platform)\s*[:\[{]", s):
+                put("config", s.encode())
+
+
+def requests():
+    for line in (ROOT / "tests" / "e2e" / "data" / "triton_http.jsonl").read_text().splitlines():
+        r = json.loads(line).get("request", {})
+        if "method" not in r or "path" not in r:
+            continue
+        if "body_b64" in r:
+            body = base64.b64decode(r["body_b64"])
+        else:
+            body = (r.get("body") or "").encode()
+        hdrs = {k.lower(): v for k, v in r.get("headers", {}).items()}
+        path = r["path"]
+        for m in MODELS:  # the driver's repository holds simple and identity_fp32
+            path = path.replace(f"/models/{m}_noconfig/", f"/models/{m}/")
+        head = f"{r['method']} {path}\n"
+        for k in ("content-encoding", "accept-encoding", "inference-header-content-length"):
+            if k in hdrs:
+                head += f"{k}: {hdrs[k]}\n"
+        put("http", head.encode() + b"\n" + body)
+        if not path.endswith("/infer"):
+            continue
+        model = path.split("/")[3]
+        which = bytes([MODELS.get(model, 0)])
+        if "content-encoding" in hdrs:
+            continue
+        ihcl = hdrs.get("inference-header-content-length")
+        if ihcl is None:
+            put("infer_json", which + body)
+        put("infer_binary", which + (ihcl if ihcl is not None else "-").encode() + b"\n" + body)
+
+
+if __name__ == "__main__":
+    configs()
+    unit_configs()
+    requests()
+    for d in sorted(OUT.iterdir()):
+        print(d.name, len(list(d.iterdir())))
