@@ -28,7 +28,7 @@ typedef struct {
     int http_port;
     int http_threads;
     uint64_t http_max_input;
-    bool autocomplete, exit_on_error, strict_readiness, allow_http;
+    bool autocomplete, exit_on_error, strict_readiness, allow_http, inline_execution;
     int exit_timeout_secs;
     const char *id;
     const char *model_config_name;
@@ -52,6 +52,8 @@ static const char usage_text[] =
     "  --exit-timeout-secs=<int>        Seconds to wait for in-flight requests at exit (default 30)\n"
     "  --model-control-mode=none        Only 'none' is implemented\n"
     "  --id=<string>                    Server identifier (default triton)\n"
+    "  --inline-execution=<bool>        nereid: run a request on its connection thread when\n"
+    "                                   an instance is idle and nothing is queued (default true)\n"
     "  --log-verbose=<int>              Verbose log level (default 0)\n"
     "  --log-info=<bool> --log-warning=<bool> --log-error=<bool>\n"
     "  --log-format=default|ISO8601     Log line format\n"
@@ -104,7 +106,7 @@ static const char *const known_flags[] = {
     "log-format", "log-file", "allow-grpc", "allow-metrics", "allow-gpu-metrics",
     "allow-cpu-metrics", "grpc-port", "metrics-port", "grpc-address", "metrics-address",
     "backend-directory", "repository-poll-secs", "cache-directory", "host-policy", "load-model",
-    "help",
+    "inline-execution", "help",
 };
 
 static bool is_known(const char *name)
@@ -166,6 +168,7 @@ static void set_option(opts_t *o, const char *name, const char *v)
         {"exit-on-error", OPT_BOOL, &o->exit_on_error, 0, 0, false},
         {"strict-readiness", OPT_BOOL, &o->strict_readiness, 0, 0, false},
         {"allow-http", OPT_BOOL, &o->allow_http, 0, 0, false},
+        {"inline-execution", OPT_BOOL, &o->inline_execution, 0, 0, false},
         {"log-info", OPT_BOOL, &nr_log_settings.info, 0, 0, false},
         {"log-warning", OPT_BOOL, &nr_log_settings.warn, 0, 0, false},
         {"log-error", OPT_BOOL, &nr_log_settings.error, 0, 0, false},
@@ -354,6 +357,7 @@ int main(int argc, char **argv)
         .exit_on_error = true,
         .strict_readiness = true,
         .allow_http = true,
+        .inline_execution = true,
         .exit_timeout_secs = 30,
         .id = "triton",
         .control_mode = "none",
@@ -392,6 +396,7 @@ int main(int argc, char **argv)
         .autocomplete = o.autocomplete,
         .cpu_count = cpu_count(),
         .model_config_name = o.model_config_name,
+        .inline_execution = o.inline_execution,
     };
     nr_repo_t *repo;
     nr_status_t *st = nr_repo_create(&ro, &repo);

@@ -25,11 +25,13 @@ struct nr_instance_s {
     nr_req_t **reqs;       /* batch scratch, max_batch entries */
     nr_batch_item_t **items;
     size_t cap;
+    nr_sched_waiter_t waiter; /* its place on the scheduler's idle stack */
 };
 
 nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info, nr_instance_t **out)
 {
     nr_instance_t *inst = nr_calloc(1, sizeof(*inst));
+    inst->waiter.owner = inst;
     inst->model = m;
     inst->name = nr_strdup(info->name);
     inst->cap = m->cfg->max_batch_size > 0 ? (size_t)m->cfg->max_batch_size : 1;
@@ -149,7 +151,8 @@ static void *inst_main(void *arg)
     pthread_setname_np(pthread_self(), tname);
     for (;;) {
         nr_req_t *expired;
-        size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap, &expired);
+        size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap, &expired,
+                                       &inst->waiter);
         if (expired) {
             reject_expired(inst, expired);
             continue;
@@ -159,6 +162,12 @@ static void *inst_main(void *arg)
         run_batch(inst, n);
     }
     return NULL;
+}
+
+void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req)
+{
+    inst->reqs[0] = req;
+    run_batch(inst, 1);
 }
 
 void nr_inst_set_passive(nr_instance_t *inst, bool passive)

@@ -17,5 +17,8 @@ void nr_inst_start(nr_instance_t *inst);
 /* Joins the thread (call after nr_sched_stop) and destroys the backend state. */
 void nr_inst_destroy(nr_instance_t *inst);
 const char *nr_inst_name(const nr_instance_t *inst);
+/* Runs one request on this instance from the calling thread, while the
+ * scheduler has it borrowed (nr_sched_submit); completes the request. */
+void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req);
 
 #endif

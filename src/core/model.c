@@ -127,10 +127,17 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
     nr_status_t *st = nr_req_validate(req);
     if (st) /* a request the model refuses is not counted (as in Triton) */
         return st;
-    st = nr_sched_enqueue(m->sched, req);
-    if (st) /* queue full or stopping: a failed inference */
+    nr_sched_waiter_t *borrowed;
+    st = nr_sched_submit(m->sched, req, m->allow_inline, &borrowed);
+    if (st) { /* queue full or stopping: a failed inference */
         nr_stat_add(&m->stats.fail, nr_now_ns() - req->t_start_ns);
-    return st;
+        return st;
+    }
+    if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
+        nr_inst_run_inline(borrowed->owner, req);
+        nr_sched_give_back(m->sched, borrowed);
+    }
+    return NULL;
 }
 
 uint64_t nr_model_inflight(nr_model_t *m)

@@ -30,6 +30,10 @@ struct nr_model_s {
     nr_stats_t stats;
     /* precomputed at load: per config output, sorted-by-name order */
     uint32_t *outputs_by_name;
+    /* Run a request on the submitting thread when an instance is idle and
+     * nothing is queued (set by the repository; tests that hold instance
+     * threads leave it off). */
+    bool allow_inline;
 };
 
 typedef struct {
@@ -45,7 +49,9 @@ NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
 void nr_model_unload(nr_model_t *m);
 
 /* Validates `req` and queues it. On success the model owns the request until
- * req->done runs. On failure returns the error (nothing queued, done not called). */
+ * req->done runs, which may happen before this returns (inline execution on
+ * the calling thread). On failure returns the error (nothing queued, done not
+ * called). */
 NR_MUST_CHECK nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req);
 /* Requests queued or executing, for shutdown draining. */
 uint64_t nr_model_inflight(nr_model_t *m);

@@ -236,6 +236,7 @@ static void load_entry(nr_repo_entry_t *e, const nr_repo_options_t *opts)
         m->cfg = e->cfg;
         m->version = v[i];
         m->backend = backend;
+        m->allow_inline = opts->inline_execution;
         m->state = NR_MODEL_LOADING;
         e->versions[e->n_versions++] = m;
         NR_LOG_INFO("loading: %s:%" PRId64, e->name, v[i]);

@@ -17,6 +17,7 @@ typedef struct {
     bool autocomplete;        /* !--disable-auto-complete-config */
     int cpu_count;
     const char *model_config_name; /* --model-config-name, may be NULL */
+    bool inline_execution; /* run on the submitting thread when an instance is idle */
 } nr_repo_options_t;
 
 /* One model directory: its config (NULL if it failed to parse) and versions. */

@@ -62,6 +62,10 @@ struct nr_sched_s {
     /* preserve_ordering: completions wait in `pending` (sorted by seq) until
      * every earlier arrival is done; one thread at a time delivers. */
     bool ordered;
+    /* idle instances that may be borrowed for inline execution */
+    nr_sched_waiter_t *idle;
+    size_t n_borrowed;
+    bool inline_ok; /* the policy dispatches at once: no delay, no ordering */
     pthread_mutex_t ord_mu;
     nr_req_t *pending;
     uint64_t next_out;
@@ -142,6 +146,7 @@ nr_sched_t *nr_sched_create(const nr_model_config_t *cfg)
     }
     if (s->max_preferred == 0)
         s->max_preferred = s->max_batch;
+    s->inline_ok = !s->ordered && s->max_delay_ns == 0;
     return s;
 }
 
@@ -169,8 +174,27 @@ static void push(nr_req_t **head, nr_req_t **tail, nr_req_t *r)
     *tail = r;
 }
 
+static void idle_remove(nr_sched_t *s, nr_sched_waiter_t *w)
+{
+    for (nr_sched_waiter_t **p = &s->idle; *p; p = &(*p)->next_idle)
+        if (*p == w) {
+            *p = w->next_idle;
+            break;
+        }
+    w->idle = false;
+    w->next_idle = NULL;
+}
+
 nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req)
 {
+    return nr_sched_submit(s, req, false, NULL);
+}
+
+nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
+                             nr_sched_waiter_t **borrowed)
+{
+    if (borrowed)
+        *borrowed = NULL;
     size_t li = 0;
     if (s->dynamic && s->cfg->dynamic_batching.priority_levels > 0)
         li = req->priority == 0 || req->priority > s->n_levels ? s->default_level
@@ -194,14 +218,43 @@ nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req)
     req->level = (uint32_t)li;
     req->seq = s->seq++;
     req->deadline_ns = timeout_us ? now + timeout_us * 1000ull : 0;
+    if (allow_inline && s->inline_ok && s->queued == 0 && s->idle != NULL) {
+        nr_sched_waiter_t *w = s->idle;
+        idle_remove(s, w);
+        w->borrowed = true;
+        s->n_borrowed++;
+        s->executing++;
+        pthread_mutex_unlock(&s->mu);
+        *borrowed = w;
+        return NULL;
+    }
     if (req->deadline_ns && req->deadline_ns < s->next_deadline)
         s->next_deadline = req->deadline_ns;
     push(&L->head, &L->tail, req);
     L->n++;
     s->queued++;
-    pthread_cond_signal(&s->cv);
+    /* a borrowed waiter that wakes cannot take the request: wake them all */
+    if (s->n_borrowed)
+        pthread_cond_broadcast(&s->cv);
+    else
+        pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
+{
+    pthread_mutex_lock(&s->mu);
+    w->borrowed = false;
+    s->n_borrowed--;
+    /* its thread still sleeps in next_batch: it is idle again, unless work
+     * arrived meanwhile, which it (or another) must now take */
+    w->idle = true;
+    w->next_idle = s->idle;
+    s->idle = w;
+    if (s->queued || s->stopped)
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Moves every expired request: to its level's delayed FIFO (DELAY) or onto
@@ -367,12 +420,19 @@ static void wait_until(nr_sched_t *s, uint64_t until)
     pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 }
 
-size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired)
+size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired,
+                           nr_sched_waiter_t *self)
 {
     nr_req_t *etail = NULL;
     *expired = NULL;
     pthread_mutex_lock(&s->mu);
     for (;;) {
+        if (self && self->borrowed) { /* a submitting thread runs on us */
+            wait_until(s, UINT64_MAX);
+            continue;
+        }
+        if (self && self->idle)
+            idle_remove(s, self);
         uint64_t now = nr_now_ns();
         if (now >= s->next_deadline)
             apply_timeouts(s, now, expired, &etail);
@@ -384,6 +444,11 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t *
             if (s->stopped) {
                 pthread_mutex_unlock(&s->mu);
                 return 0;
+            }
+            if (self) {
+                self->idle = true;
+                self->next_idle = s->idle;
+                s->idle = self;
             }
             wait_until(s, UINT64_MAX);
             continue;

@@ -24,6 +24,16 @@
 
 typedef struct nr_sched_s nr_sched_t;
 
+/* An instance thread's place in the scheduler: idle instances wait on a stack
+ * so that a submitting thread can borrow one and run its request inline (no
+ * thread hop) when nothing is queued. Owned by the instance. */
+typedef struct nr_sched_waiter_s {
+    void *owner;   /* the instance */
+    bool idle;     /* on the idle stack */
+    bool borrowed; /* a submitting thread is running a request on it */
+    struct nr_sched_waiter_s *next_idle;
+} nr_sched_waiter_t;
+
 nr_sched_t *nr_sched_create(const nr_model_config_t *cfg);
 void nr_sched_destroy(nr_sched_t *s);
 /* Queues a validated request at its priority level. On success takes
@@ -32,6 +42,14 @@ void nr_sched_destroy(nr_sched_t *s);
  * UNAVAILABLE: "[request id: <id>] Exceeds maximum queue size" when the level's
  * queue holds max_queue_size requests, or "Server is stopping". */
 NR_MUST_CHECK nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req);
+/* Like nr_sched_enqueue, but when `allow_inline`, nothing is queued, an
+ * instance is idle and the model's policy dispatches at once (no queue delay,
+ * no preserve_ordering), the request is not queued: the idle instance is
+ * borrowed and returned in *borrowed. The caller then runs req on
+ * (*borrowed)->owner and gives it back with nr_sched_give_back. */
+NR_MUST_CHECK nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
+                                           nr_sched_waiter_t **borrowed);
+void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w);
 /* Blocks until an idle instance has work. Returns n > 0 with out[0..n) the
  * next batch (n <= cap), in arrival order within priority order. Returns 0
  * with *expired != NULL: requests whose queue timeout expired under
@@ -39,7 +57,8 @@ NR_MUST_CHECK nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req);
  * ("Request timeout expired") and passes them to nr_sched_complete, never to
  * the backend. Returns 0 with *expired == NULL once stopped and drained.
  * The caller owns what it gets until nr_sched_complete. */
-size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired);
+size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired,
+                           nr_sched_waiter_t *self);
 /* Hands n finished requests back: calls each req->done exactly once, outside
  * every lock; with preserve_ordering in arrival order across all instances
  * (a request waits in the reorder buffer until every earlier one is done).

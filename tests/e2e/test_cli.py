@@ -204,3 +204,36 @@ def test_sigterm_with_failed_model_exits_zero(server_factory, repos):
     srv = server_factory([repos["repo_broken"]], ["--exit-on-error=false"], expect_rc=None,
                          name="sig_broken")
     assert srv.stop(signal.SIGTERM) == 0, srv.describe()
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_inline_execution_flag(server_factory, repos, value):
+    """nereid's --inline-execution (run on the connection thread when an instance is idle):
+    either way every answer is right and the statistics count every request once."""
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    srv = server_factory([repos["repo_small"]], [f"--inline-execution={value}"],
+                         name=f"inline_{value}")
+    c = httpclient.InferenceServerClient(url=srv.url)
+    try:
+        for i in range(20):
+            a = np.full((1, 16), i, dtype=np.int32)
+            b = np.arange(16, dtype=np.int32).reshape(1, 16)
+            inputs = [httpclient.InferInput("INPUT0", [1, 16], "INT32"),
+                      httpclient.InferInput("INPUT1", [1, 16], "INT32")]
+            inputs[0].set_data_from_numpy(a)
+            inputs[1].set_data_from_numpy(b)
+            r = c.infer("simple", inputs)
+            assert np.array_equal(r.as_numpy("OUTPUT0"), a + b)
+        st = c.get_inference_statistics("simple")["model_stats"][0]
+        assert st["inference_stats"]["success"]["count"] == 20
+        assert st["execution_count"] == 20
+    finally:
+        c.close()
+
+
+def test_inline_execution_bad_value():
+    r = run_cli(["--model-repository=/nonexistent", "--inline-execution=maybe"])
+    assert r.returncode != 0
+    assert b'Bad option: "--inline-execution".' in r.stdout + r.stderr

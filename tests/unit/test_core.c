@@ -18,6 +18,7 @@ static bool tb_hold;
 static int tb_running;
 static int tb_nexec;
 static uint64_t tb_sizes[256];
+static pthread_t tb_last_thread;
 
 typedef struct { nr_hold_t h; void *mem; } tb_hold_t;
 static void tb_release(nr_hold_t *h)
@@ -43,6 +44,7 @@ static nr_status_t *tb_exec(void *is, nr_batch_t *b)
     const nr_model_config_t *cfg = is;
     pthread_mutex_lock(&tb_mu);
     tb_sizes[tb_nexec++ & 255] = b->total_batch_size;
+    tb_last_thread = pthread_self();
     tb_running++;
     pthread_cond_broadcast(&tb_cv);
     while (tb_hold)
@@ -384,6 +386,40 @@ NR_TEST(dynamic_batching_caps_at_max_batch_size)
     EXPECT_EQ_INT(nexec, 3);
     EXPECT_EQ_INT(b, 8);
     EXPECT_EQ_INT(tb_sizes[2], 3);
+}
+
+/* With allow_inline, a request submitted while an instance is idle and nothing
+ * is queued runs on the submitting thread and is done when submit returns. */
+NR_TEST(inline_execution_on_idle_instance)
+{
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    m->allow_inline = true;
+    tb_set_hold(false);
+    int32_t buf[16] = {0};
+    bool ran_inline = false;
+    /* the instance thread parks on the idle stack shortly after start */
+    for (int attempt = 0; attempt < 2000 && !ran_inline; attempt++) {
+        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        nr_req_t *r = good_req(m, &w, buf);
+        ASSERT_NULL(nr_model_submit(m, r));
+        pthread_mutex_lock(&w.mu);
+        bool done_at_return = w.done == 1;
+        pthread_mutex_unlock(&w.mu);
+        wait_done(&w, 1);
+        ran_inline = done_at_return && pthread_equal(tb_last_thread, pthread_self());
+        EXPECT_NULL(r->status);
+        nr_req_free(r);
+        if (!ran_inline)
+            usleep(1000);
+    }
+    EXPECT_TRUE(ran_inline);
+    nr_stats_snap_t s;
+    nr_stats_snapshot(&m->stats, &s);
+    EXPECT_EQ_INT(s.success.count, s.execution_count);
+    nr_stats_snap_free(&s);
+    EXPECT_EQ_INT(nr_model_inflight(m), 0);
+    unload_model(m);
 }
 
 NR_TEST_MAIN()
