@@ -13,12 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const nr_model_config_t *sort_cfg; /* only used during load, main thread */
-
-static int cmp_output_name(const void *a, const void *b)
+static int cmp_output_name(const void *a, const void *b, void *arg)
 {
-    return strcmp(sort_cfg->output[*(const uint32_t *)a].name,
-                  sort_cfg->output[*(const uint32_t *)b].name);
+    const nr_model_config_t *cfg = arg;
+    return strcmp(cfg->output[*(const uint32_t *)a].name, cfg->output[*(const uint32_t *)b].name);
 }
 
 static void sort_outputs(nr_model_t *m)
@@ -27,9 +25,7 @@ static void sort_outputs(nr_model_t *m)
     m->outputs_by_name = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
     for (size_t i = 0; i < cfg->n_output; i++)
         m->outputs_by_name[i] = (uint32_t)i;
-    sort_cfg = cfg;
-    qsort(m->outputs_by_name, cfg->n_output, sizeof(uint32_t), cmp_output_name);
-    sort_cfg = NULL;
+    qsort_r(m->outputs_by_name, cfg->n_output, sizeof(uint32_t), cmp_output_name, (void *)cfg);
 }
 
 static size_t count_instances(const nr_model_config_t *cfg)
