@@ -34,6 +34,9 @@ REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
         fuzz-build ci-sanitize
 all: $(BUILD)/bin/nereid
 
+# Keep the test objects (make would delete them as intermediates and rebuild every time).
+.SECONDARY:
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
