@@ -162,6 +162,95 @@ def ort_direct(model, threads, intra):
     return float(re.search(r"infer_per_sec=([\d.]+)", out.stdout).group(1))
 
 
+def startup_row(tmp):
+    """exec -> ready, RSS and threads for simple + identity_fp32, against a bare C program that
+    loads ONNX Runtime and runs one session (bench-ort-direct on `identity_fp32` for 0 s)."""
+    repo = os.path.join(tmp, "startup_repo")
+    os.makedirs(repo, exist_ok=True)
+    for m in ("simple", "identity_fp32"):
+        if not os.path.exists(os.path.join(repo, m)):
+            shutil.copytree(os.path.join(REPO, m), os.path.join(repo, m))
+    ready, rss, threads, bare_ms, bare_rss = [], [], [], [], []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        p = subprocess.Popen([NEREID, f"--model-repository={repo}", "--http-port=18590",
+                              "--http-address=127.0.0.1"], stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", 18590, timeout=1)
+                c.request("GET", "/v2/health/ready")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.001)
+        ready.append((time.perf_counter() - t0) * 1e3)
+        with open(f"/proc/{p.pid}/status") as f:
+            st = f.read()
+        rss.append(int(re.search(r"VmRSS:\s+(\d+)", st).group(1)) / 1024)
+        threads.append(int(re.search(r"Threads:\s+(\d+)", st).group(1)))
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        t0 = time.perf_counter()
+        b = subprocess.Popen([ORT_DIRECT, os.path.join(REPO, "identity_fp32/1/model.onnx"), "1",
+                              "1", "0", "1"], stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(b.pid, 0)
+        bare_ms.append((time.perf_counter() - t0) * 1e3)
+        if status != 0:
+            sys.exit("bench-ort-direct failed")
+        bare_rss.append(ru.ru_maxrss / 1024)
+    med = statistics.median
+    print(f"\nstart-up, repository simple + identity_fp32 ({ROUNDS} runs, medians)")
+    print(f"  exec -> ready {med(ready):.0f} ms (goal <= 70), bare ORT program {med(bare_ms):.0f} ms "
+          f"(loads ORT, runs one session: the floor)")
+    print(f"  RSS after ready {med(rss):.1f} MB (goal <= 40), bare program peak "
+          f"{med(bare_rss):.1f} MB; {med(threads):.0f} threads")
+
+
+def overhead_rows():
+    """Server time outside compute for one 1x3x224x224 FP32 binary request (statistics: request
+    time minus compute infer), and c=1 p50 against direct ORT for the CNNs."""
+    import numpy as np
+    for model, shape, inp in (("inception_onnx", (1, 3, 224, 224), "input"),
+                              ("densenet_onnx", (3, 224, 224), "data_0")):
+        x = np.random.default_rng(0).random(shape, dtype=np.float32).tobytes()
+        hdr = json.dumps({"inputs": [{"name": inp, "shape": list(shape), "datatype": "FP32",
+                                      "parameters": {"binary_data_size": len(x)}}],
+                          "parameters": {"binary_data_output": True}}).encode()
+        path = f"/v2/models/{model}/infer"
+        c = http.client.HTTPConnection("127.0.0.1", NR_PORT)
+        def stats():
+            c.request("GET", f"/v2/models/{model}/stats")
+            return json.loads(c.getresponse().read())["model_stats"][0]
+        for _ in range(3):  # warm-up
+            c.request("POST", path, body=hdr + x,
+                      headers={"Inference-Header-Content-Length": str(len(hdr))})
+            c.getresponse().read()
+        before = stats()
+        lat = []
+        for _ in range(40):
+            t0 = time.perf_counter()
+            c.request("POST", path, body=hdr + x,
+                      headers={"Inference-Header-Content-Length": str(len(hdr))})
+            r = c.getresponse()
+            r.read()
+            lat.append((time.perf_counter() - t0) * 1e6)
+            if r.status != 200:
+                sys.exit(f"{model}: {r.status}")
+        after = stats()
+        d = lambda k: (after["inference_stats"][k]["ns"] - before["inference_stats"][k]["ns"])
+        n = after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"]
+        outside_us = (d("success") - d("compute_infer")) / n / 1e3
+        out = subprocess.run([ORT_DIRECT, os.path.join(REPO, model, "1/model.onnx"), "1", "1",
+                              "4", "1"], capture_output=True, text=True, check=True).stdout
+        direct_p50 = float(re.search(r"p50_us=([\d.]+)", out).group(1))
+        p50 = statistics.median(lat)
+        print(f"\n{model}, one {'x'.join(map(str, shape))} FP32 request at a time, binary tensors")
+        print(f"  server time outside compute (stats: request - compute_infer) {outside_us:.0f} us "
+              f"(goal <= 200)")
+        print(f"  client p50 {p50:.0f} us vs direct ORT p50 {direct_p50:.0f} us (1 session, 1 "
+              f"intra-op thread): ratio {p50 / direct_p50:.3f} (goal <= 1.05)")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="nereid-bench-")
     os.chmod(tmp, 0o755)  # nginx workers run as an unprivileged user
@@ -169,6 +258,8 @@ def main():
                             "--http-address=127.0.0.1"], stderr=subprocess.DEVNULL)
     try:
         wait_live(NR_PORT, srv)
+        startup_row(tmp)
+        overhead_rows()
         rows = http_rows(tmp)
         print(f"\nHTTP path (wrk, {SECS}s per run, {ROUNDS} interleaved rounds, medians)")
         print(f"{'case':44} {'nereid rps':>11} {'p50 us':>8} {'p99 us':>8} {'nginx rps':>10} "
