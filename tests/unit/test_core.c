@@ -5,132 +5,17 @@
 #include "../../src/common/alloc.h"
 #include "../../src/core/model.h"
 #include "nr_test.h"
+#include "test_backend.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* ---- a test backend: identity on input 0, execution can be held ---- */
-static pthread_mutex_t tb_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tb_cv = PTHREAD_COND_INITIALIZER;
-static bool tb_hold;
-static int tb_running;
-static int tb_nexec;
-static uint64_t tb_sizes[256];
-static pthread_t tb_last_thread;
-
-typedef struct { nr_hold_t h; void *mem; } tb_hold_t;
-static void tb_release(nr_hold_t *h)
-{
-    tb_hold_t *t = (tb_hold_t *)h;
-    free(t->mem);
-    free(t);
-}
-
-static nr_status_t *tb_load(const nr_model_config_t *cfg, const char *dir, const char *path,
-                            void **state)
-{
-    *state = (void *)cfg;
-    return NULL;
-}
-static nr_status_t *tb_inst(void *ms, const nr_instance_info_t *info, void **is)
-{
-    *is = ms;
-    return NULL;
-}
-static nr_status_t *tb_exec(void *is, nr_batch_t *b)
-{
-    const nr_model_config_t *cfg = is;
-    pthread_mutex_lock(&tb_mu);
-    tb_sizes[tb_nexec++ & 255] = b->total_batch_size;
-    tb_last_thread = pthread_self();
-    tb_running++;
-    pthread_cond_broadcast(&tb_cv);
-    while (tb_hold)
-        pthread_cond_wait(&tb_cv, &tb_mu);
-    tb_running--;
-    pthread_mutex_unlock(&tb_mu);
-    for (size_t i = 0; i < b->n; i++) {
-        nr_batch_item_t *it = b->items[i];
-        for (size_t k = 0; k < it->n_want; k++) {
-            const nr_tensor_t *in = &it->inputs[0];
-            nr_tensor_t *out = &it->outputs[k];
-            tb_hold_t *h = nr_calloc(1, sizeof(*h));
-            h->mem = nr_malloc(in->size);
-            memcpy(h->mem, in->data, in->size);
-            atomic_init(&h->h.refs, 1);
-            h->h.release = tb_release;
-            out->name = cfg->output[it->want[k]].name;
-            out->dtype = in->dtype;
-            out->ndim = in->ndim;
-            memcpy(out->dims, in->dims, sizeof(in->dims));
-            out->data = h->mem;
-            out->size = in->size;
-            out->hold = &h->h;
-        }
-    }
-    b->input_end_ns = nr_now_ns();
-    b->infer_end_ns = nr_now_ns();
-    return NULL;
-}
-static void tb_inst_destroy(void *is) {}
-static void tb_unload(void *ms) {}
-static const nr_backend_t test_backend = {"test", NR_BACKEND_ABI_VERSION, NULL, tb_load, tb_inst,
-                                          tb_exec, tb_inst_destroy, tb_unload};
-
-static void tb_set_hold(bool h)
-{
-    pthread_mutex_lock(&tb_mu);
-    tb_hold = h;
-    pthread_cond_broadcast(&tb_cv);
-    pthread_mutex_unlock(&tb_mu);
-}
-static void tb_wait_running(int n)
-{
-    pthread_mutex_lock(&tb_mu);
-    while (tb_running < n)
-        pthread_cond_wait(&tb_cv, &tb_mu);
-    pthread_mutex_unlock(&tb_mu);
-}
-
 /* ---- helpers ---- */
 static nr_model_t *load_model(const char *pbtxt)
 {
-    nr_model_config_t *cfg;
-    nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
-    if (st) {
-        fprintf(stderr, "parse: %s\n", st->msg);
-        nr_status_free(st);
-        return NULL;
-    }
-    nr_cfg_normalize(cfg);
-    nr_cfg_fill_instance_groups(cfg, 1, 0);
-    st = nr_cfg_validate(cfg, cfg->name);
-    if (st) {
-        fprintf(stderr, "validate: %s\n", st->msg);
-        nr_status_free(st);
-        return NULL;
-    }
-    nr_model_t *m = nr_calloc(1, sizeof(*m));
-    m->cfg = cfg;
-    m->version = 1;
-    m->backend = &test_backend;
-    st = nr_model_load(m, "dir", "dir/1/model", 1);
-    if (st) {
-        fprintf(stderr, "load: %s\n", st->msg);
-        nr_status_free(st);
-        return NULL;
-    }
-    m->state = NR_MODEL_READY;
-    return m;
-}
-
-static void unload_model(nr_model_t *m)
-{
-    nr_model_unload(m);
-    nr_cfg_free((nr_model_config_t *)m->cfg);
-    free(m);
+    return tb_load_model_text(pbtxt);
 }
 
 static const char SIMPLE[] =
@@ -320,8 +205,7 @@ static void run_held(const char *pbtxt, int n, uint64_t *first, uint64_t *second
     waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     int32_t bufs[16][16];
     nr_req_t *reqs[16];
-    tb_nexec = 0;
-    tb_set_hold(true);
+    gate_reset(true);
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < 16; k++)
             bufs[i][k] = i * 100 + k;
@@ -330,13 +214,13 @@ static void run_held(const char *pbtxt, int n, uint64_t *first, uint64_t *second
         if (st)
             abort();
         if (i == 0)
-            tb_wait_running(1); /* the instance holds request 0; the rest queue up */
+            wait_execs(1, 1); /* the instance holds request 0; the rest queue up */
     }
-    tb_set_hold(false);
+    gate_open_all();
     wait_done(&w, n);
-    *first = tb_sizes[0];
-    *second = tb_sizes[1];
-    *nexec = tb_nexec;
+    *first = tb_exec_log[0].size;
+    *second = tb_exec_log[1].size;
+    *nexec = tb_count();
     for (int i = 0; i < n; i++) {
         /* every response carries its own request's data, in name order */
         nr_req_t *r = reqs[i];
@@ -385,7 +269,7 @@ NR_TEST(dynamic_batching_caps_at_max_batch_size)
     run_held(cfg, 12, &a, &b, &nexec); /* 1 held, then 8, then 3 */
     EXPECT_EQ_INT(nexec, 3);
     EXPECT_EQ_INT(b, 8);
-    EXPECT_EQ_INT(tb_sizes[2], 3);
+    EXPECT_EQ_INT(tb_exec_log[2].size, 3);
 }
 
 /* With allow_inline, a request submitted while an instance is idle and nothing
@@ -395,7 +279,7 @@ NR_TEST(inline_execution_on_idle_instance)
     nr_model_t *m = load_model(SIMPLE);
     ASSERT_TRUE(m != NULL);
     m->allow_inline = true;
-    tb_set_hold(false);
+    gate_open_all();
     int32_t buf[16] = {0};
     bool ran_inline = false;
     /* the instance thread parks on the idle stack shortly after start */
@@ -407,7 +291,7 @@ NR_TEST(inline_execution_on_idle_instance)
         bool done_at_return = w.done == 1;
         pthread_mutex_unlock(&w.mu);
         wait_done(&w, 1);
-        ran_inline = done_at_return && pthread_equal(tb_last_thread, pthread_self());
+        ran_inline = done_at_return && pthread_equal(tb_exec_log[(tb_count() - 1) % MAX_EXEC].tid, pthread_self());
         EXPECT_NULL(r->status);
         nr_req_free(r);
         if (!ran_inline)
