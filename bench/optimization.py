@@ -18,6 +18,8 @@ Prints markdown tables; asserts nothing.
 import os, re, shutil, signal, subprocess, sys, tempfile, time
 import http.client
 
+from run import wait_live  # bench/run.py, beside this file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NEREID = os.path.join(ROOT, "build/bin/nereid")
 ORT_DIRECT = os.path.join(ROOT, "build/bin/bench-ort-direct")
@@ -83,22 +85,6 @@ def write_repo(root, tag, extra, mlp_path):
     return repo
 
 
-def wait_live(proc, timeout=120):
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            sys.exit(f"nereid exited with {proc.returncode}")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=1)
-            c.request("GET", "/v2/health/ready")
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    sys.exit("nereid did not become ready")
-
-
 def perf(model, conc):
     """(infer/s, p95 us) from perf_analyzer; a run that does not stabilise within 25% is
     repeated once with a looser bound so that the table stays complete."""
@@ -147,7 +133,7 @@ def main():
                                     "--http-address=127.0.0.1"], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
             try:
-                wait_live(srv)
+                wait_live(PORT, srv, 120, "/v2/health/ready")
                 for model, spec in MODELS.items():
                     for conc in CONC:
                         res[(model, tag, conc)] = perf(model, conc)

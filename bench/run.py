@@ -24,20 +24,21 @@ PATH = "/v2/models/identity_fp32/infer"
 VALUES = [float(i) / 10 for i in range(16)]
 
 
-def wait_live(port, proc, timeout=60):
+def wait_live(port, proc, timeout=60, path="/v2/health/live"):
+    """Waits until GET `path` answers 200; exits if the server died or never did."""
     end = time.time() + timeout
     while time.time() < end:
         if proc.poll() is not None:
             sys.exit(f"server exited with {proc.returncode}")
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            c.request("GET", "/v2/health/live")
+            c.request("GET", path)
             if c.getresponse().status == 200:
                 return
         except OSError:
             pass
         time.sleep(0.05)
-    sys.exit("server did not become live")
+    sys.exit(f"server did not answer 200 on {path}")
 
 
 def post(port, body, headers):
