@@ -9,6 +9,7 @@
 #include "pbtxt.h"
 
 #include "../common/alloc.h"
+#include "../common/arena.h"
 #include "../common/buf.h"
 #include "../common/limits.h"
 
@@ -22,43 +23,10 @@
 
 /* ---- arena ---------------------------------------------------------------- */
 
-typedef struct chunk_s {
-    struct chunk_s *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-} chunk_t;
-
 struct nr_pbtxt_tree_s {
-    chunk_t *chunks;
+    nr_arena_t arena; /* every node and string of the tree */
     nr_pbtxt_node_t root;
 };
-
-static void *arena_alloc(nr_pbtxt_tree_t *t, size_t size)
-{
-    size = (size + 15) & ~(size_t)15;
-    chunk_t *c = t->chunks;
-    if (c == NULL || c->cap - c->used < size) {
-        size_t cap = size > 16384 ? size : 16384;
-        c = nr_malloc(sizeof(chunk_t) + cap);
-        c->used = 0;
-        c->cap = cap;
-        c->next = t->chunks;
-        t->chunks = c;
-    }
-    void *p = c->data + c->used;
-    c->used += size;
-    memset(p, 0, size);
-    return p;
-}
-
-static char *arena_strndup(nr_pbtxt_tree_t *t, const char *s, size_t n)
-{
-    char *d = arena_alloc(t, n + 1);
-    if (n)
-        memcpy(d, s, n);
-    d[n] = '\0';
-    return d;
-}
 
 /* ---- tokenizer ------------------------------------------------------------ */
 
@@ -422,7 +390,7 @@ static nr_pbtxt_node_t *new_node(parser_t *p, const char *name)
              MAX_NODES);
         return NULL;
     }
-    nr_pbtxt_node_t *n = arena_alloc(p->tree, sizeof(*n));
+    nr_pbtxt_node_t *n = nr_arena_calloc(&p->tree->arena, sizeof(*n));
     n->name = name;
     n->line = p->cur.line;
     n->col = p->cur.col;
@@ -473,7 +441,7 @@ static bool parse_scalar(parser_t *p, nr_pbtxt_node_t *n)
         }
         n->tok = NR_PBTXT_STRING;
         n->len = p->sbuf.len;
-        n->text = arena_strndup(p->tree, p->sbuf.data ? p->sbuf.data : "", p->sbuf.len);
+        n->text = nr_arena_strndup(&p->tree->arena, p->sbuf.data ? p->sbuf.data : "", p->sbuf.len);
         return true;
     }
     if (is_sym(p, '-')) {
@@ -493,7 +461,7 @@ static bool parse_scalar(parser_t *p, nr_pbtxt_node_t *n)
                     tok_desc(p, d, sizeof(d)));
     }
     n->len = p->cur.end - p->cur.start;
-    n->text = arena_strndup(p->tree, p->s + p->cur.start, n->len);
+    n->text = nr_arena_strndup(&p->tree->arena, p->s + p->cur.start, n->len);
     return next_token(p);
 }
 
@@ -588,7 +556,7 @@ static bool parse_fields(parser_t *p, nr_pbtxt_node_t *msg, char closer)
                         tok_desc(p, d, sizeof(d)));
         }
         nr_pbtxt_node_t *n = new_node(
-            p, arena_strndup(p->tree, p->s + p->cur.start, p->cur.end - p->cur.start));
+            p, nr_arena_strndup(&p->tree->arena, p->s + p->cur.start, p->cur.end - p->cur.start));
         if (n == NULL || !parse_field(p, n))
             return false;
         append(msg, &last, n);
@@ -607,6 +575,7 @@ nr_status_t *nr_pbtxt_parse(const char *text, size_t len, const char *path,
     p.col = 1;
     p.path = path ? path : "<config>";
     p.tree = nr_calloc(1, sizeof(*p.tree));
+    p.tree->arena = nr_arena_init(16384);
     p.tree->root.kind = NR_PBTXT_MESSAGE;
     p.tree->root.name = "";
     p.tree->root.line = p.tree->root.col = 1;
@@ -632,12 +601,7 @@ void nr_pbtxt_free(nr_pbtxt_tree_t *tree)
 {
     if (tree == NULL)
         return;
-    chunk_t *c = tree->chunks;
-    while (c) {
-        chunk_t *next = c->next;
-        free(c);
-        c = next;
-    }
+    nr_arena_free(&tree->arena);
     free(tree);
 }
 

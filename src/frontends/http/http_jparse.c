@@ -17,6 +17,7 @@
 #include "http_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/arena.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,14 +25,8 @@
 
 #define NR_JSON_MAX_DEPTH 256
 
-typedef struct chunk_s {
-    struct chunk_s *next;
-    size_t used, cap;
-    max_align_t data[];
-} chunk_t;
-
 struct nr_json_doc_s {
-    chunk_t *chunks;
+    nr_arena_t arena; /* every value, member array and unescaped string */
     nr_jv_t root;
 };
 
@@ -45,23 +40,6 @@ typedef struct {
     size_t err_at;
     int depth;
 } parser_t;
-
-static void *arena_alloc(nr_json_doc_t *d, size_t n)
-{
-    n = (n + 15) & ~(size_t)15;
-    chunk_t *c = d->chunks;
-    if (c == NULL || c->cap - c->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
-        c = nr_malloc(sizeof(chunk_t) + cap);
-        c->used = 0;
-        c->cap = cap;
-        c->next = d->chunks;
-        d->chunks = c;
-    }
-    void *p = (char *)c->data + c->used;
-    c->used += n;
-    return p;
-}
 
 static bool fail(parser_t *p, const char *msg, size_t at)
 {
@@ -161,7 +139,7 @@ static bool parse_string(parser_t *p, const char **out, size_t *out_len)
     size_t end = j;
     while (end < p->n && p->s[end] != '"')
         end += p->s[end] == '\\' ? 2 : 1;
-    char *o = arena_alloc(p->doc, (end > p->n ? p->n : end) - start + 1);
+    char *o = nr_arena_alloc(&p->doc->arena, (end > p->n ? p->n : end) - start + 1);
     size_t len = j - start;
     memcpy(o, p->s + start, len);
     p->i = j;
@@ -346,7 +324,7 @@ static bool parse_array(parser_t *p, nr_jv_t *v)
     size_t n = p->n_vals - base;
     v->type = NR_JV_ARRAY;
     v->n = n;
-    v->u.items = n ? arena_alloc(p->doc, n * sizeof(nr_jv_t)) : NULL;
+    v->u.items = n ? nr_arena_alloc(&p->doc->arena, n * sizeof(nr_jv_t)) : NULL;
     if (n)
         memcpy(v->u.items, p->vals + base, n * sizeof(nr_jv_t));
     p->n_vals = base;
@@ -394,7 +372,7 @@ static bool parse_object(parser_t *p, nr_jv_t *v)
     size_t n = p->n_mems - base;
     v->type = NR_JV_OBJECT;
     v->n = n;
-    v->u.members = n ? arena_alloc(p->doc, n * sizeof(nr_jv_member_t)) : NULL;
+    v->u.members = n ? nr_arena_alloc(&p->doc->arena, n * sizeof(nr_jv_member_t)) : NULL;
     if (n)
         memcpy(v->u.members, p->mems + base, n * sizeof(nr_jv_member_t));
     p->n_mems = base;
@@ -438,6 +416,7 @@ static bool parse_value(parser_t *p, nr_jv_t *v)
 nr_status_t *nr_json_parse(const char *buf, size_t len, nr_json_doc_t **out, const nr_jv_t **root)
 {
     nr_json_doc_t *doc = nr_calloc(1, sizeof(*doc));
+    doc->arena = nr_arena_init(65536);
     parser_t p = {0};
     p.s = buf;
     p.n = len;
@@ -472,12 +451,7 @@ void nr_json_free(nr_json_doc_t *doc)
 {
     if (doc == NULL)
         return;
-    chunk_t *c = doc->chunks;
-    while (c != NULL) {
-        chunk_t *next = c->next;
-        free(c);
-        c = next;
-    }
+    nr_arena_free(&doc->arena);
     free(doc);
 }
 
