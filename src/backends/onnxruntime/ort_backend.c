@@ -147,7 +147,7 @@ static void fill_tensor(nr__ort_tensor_t *t, const char *name, nr_dtype_t dt,
     t->name = name;
     t->dtype = dt;
     t->ort_type = nr__ort_from_dtype(dt);
-    t->elem_size = nr__ort_dtype_size(dt);
+    t->elem_size = nr_dtype_size(dt);
     t->dims = dims;
     t->has_reshape = has_reshape;
     t->reshape = reshape;
@@ -309,18 +309,24 @@ static nr_status_t *check_scalar(const char *model, const char *tensor, const nr
     return NULL;
 }
 
+/* Triton's "TYPE_" + DataTypeString: TYPE_STRING is spelled TYPE_BYTES there. */
+static const char *triton_type_name(nr_dtype_t t)
+{
+    return t == NR_TYPE_STRING ? "TYPE_BYTES" : nr_dtype_enum_name(t);
+}
+
 static nr_status_t *check_dtype(const char *model, const char *kind, const nr__ort_tensor_t *t,
                                 const nr__ort_io_t *io)
 {
     if (t->ort_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED)
         return nr_status_new(NR_INTERNAL, "unsupported datatype %s for %s '%s' for model '%s'",
-                             nr__ort_dtype_enum(t->dtype), kind, t->name, model);
+                             nr_dtype_enum_name(t->dtype), kind, t->name, model);
     if (t->ort_type != io->type)
         return nr_status_new(NR_INVALID_ARG,
                              "unable to load model '%s', configuration expects datatype %s for %s "
                              "'%s', model provides %s",
-                             model, nr__ort_dtype_enum(t->dtype), kind, t->name,
-                             nr__ort_dtype_triton(nr__ort_to_dtype(io->type)));
+                             model, nr_dtype_enum_name(t->dtype), kind, t->name,
+                             triton_type_name(nr__ort_to_dtype(io->type)));
     return NULL;
 }
 

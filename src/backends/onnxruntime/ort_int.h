@@ -52,9 +52,6 @@ uint64_t nr__ort_now_ns(void);
 /* nr_dtype_t for an ONNX element type; NR_TYPE_INVALID when nereid does not serve it. */
 nr_dtype_t nr__ort_to_dtype(ONNXTensorElementDataType t);
 ONNXTensorElementDataType nr__ort_from_dtype(nr_dtype_t t);
-size_t nr__ort_dtype_size(nr_dtype_t t);          /* 0 for STRING / INVALID */
-const char *nr__ort_dtype_enum(nr_dtype_t t);     /* "TYPE_FP32"; "TYPE_INVALID" */
-const char *nr__ort_dtype_triton(nr_dtype_t t);   /* Triton's TYPE_ + DataTypeString: STRING -> "TYPE_BYTES" */
 const char *nr__ort_type_name(ONNXTensorElementDataType t); /* "FLOAT", "STRING", ... */
 
 /* One graph input/output as the session reports it (symbolic dims are -1). */

@@ -11,45 +11,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* X(nereid dtype, ONNX element type, bytes, config enum name, Triton's "TYPE_" + DataTypeString) */
-#define NR_ORT_DTYPE_MAP(X)                                                          \
-    X(NR_TYPE_BOOL, ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL, 1, "TYPE_BOOL", "TYPE_BOOL")     \
-    X(NR_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, 1, "TYPE_UINT8", "TYPE_UINT8") \
-    X(NR_TYPE_UINT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16, 2, "TYPE_UINT16", "TYPE_UINT16") \
-    X(NR_TYPE_UINT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32, 4, "TYPE_UINT32", "TYPE_UINT32") \
-    X(NR_TYPE_UINT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64, 8, "TYPE_UINT64", "TYPE_UINT64") \
-    X(NR_TYPE_INT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8, 1, "TYPE_INT8", "TYPE_INT8")     \
-    X(NR_TYPE_INT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16, 2, "TYPE_INT16", "TYPE_INT16") \
-    X(NR_TYPE_INT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32, 4, "TYPE_INT32", "TYPE_INT32") \
-    X(NR_TYPE_INT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, 8, "TYPE_INT64", "TYPE_INT64") \
-    X(NR_TYPE_FP16, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16, 2, "TYPE_FP16", "TYPE_FP16")  \
-    X(NR_TYPE_FP32, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, 4, "TYPE_FP32", "TYPE_FP32")    \
-    X(NR_TYPE_FP64, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE, 8, "TYPE_FP64", "TYPE_FP64")   \
-    X(NR_TYPE_STRING, ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING, 0, "TYPE_STRING", "TYPE_BYTES") \
-    X(NR_TYPE_BF16, ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16, 2, "TYPE_BF16", "TYPE_BF16")
+/* X(nereid dtype, ONNX element type). Sizes and names come from config's dtype
+ * table (nr_dtype_size, nr_dtype_enum_name, nr_dtype_kserve_name). */
+#define NR_ORT_DTYPE_MAP(X)                                        \
+    X(NR_TYPE_BOOL, ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL)            \
+    X(NR_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8)          \
+    X(NR_TYPE_UINT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16)        \
+    X(NR_TYPE_UINT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32)        \
+    X(NR_TYPE_UINT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64)        \
+    X(NR_TYPE_INT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8)            \
+    X(NR_TYPE_INT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)          \
+    X(NR_TYPE_INT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32)          \
+    X(NR_TYPE_INT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64)          \
+    X(NR_TYPE_FP16, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16)         \
+    X(NR_TYPE_FP32, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)           \
+    X(NR_TYPE_FP64, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE)          \
+    X(NR_TYPE_STRING, ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING)        \
+    X(NR_TYPE_BF16, ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16)
 
 typedef struct {
     nr_dtype_t dtype;
     ONNXTensorElementDataType ort;
-    size_t size;
-    const char *enum_name;
-    const char *triton_name;
 } dtype_row_t;
 
 static const dtype_row_t dtype_rows[] = {
-#define NR_X(d, o, s, e, t) {d, o, s, e, t},
+#define NR_X(d, o) {d, o},
     NR_ORT_DTYPE_MAP(NR_X)
 #undef NR_X
 };
 #define N_ROWS (sizeof(dtype_rows) / sizeof(dtype_rows[0]))
-
-static const dtype_row_t *row_of_dtype(nr_dtype_t t)
-{
-    for (size_t i = 0; i < N_ROWS; i++)
-        if (dtype_rows[i].dtype == t)
-            return &dtype_rows[i];
-    return NULL;
-}
 
 nr_dtype_t nr__ort_to_dtype(ONNXTensorElementDataType t)
 {
@@ -61,26 +51,10 @@ nr_dtype_t nr__ort_to_dtype(ONNXTensorElementDataType t)
 
 ONNXTensorElementDataType nr__ort_from_dtype(nr_dtype_t t)
 {
-    const dtype_row_t *r = row_of_dtype(t);
-    return r ? r->ort : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-}
-
-size_t nr__ort_dtype_size(nr_dtype_t t)
-{
-    const dtype_row_t *r = row_of_dtype(t);
-    return r ? r->size : 0;
-}
-
-const char *nr__ort_dtype_enum(nr_dtype_t t)
-{
-    const dtype_row_t *r = row_of_dtype(t);
-    return r ? r->enum_name : "TYPE_INVALID";
-}
-
-const char *nr__ort_dtype_triton(nr_dtype_t t)
-{
-    const dtype_row_t *r = row_of_dtype(t);
-    return r ? r->triton_name : "TYPE_INVALID";
+    for (size_t i = 0; i < N_ROWS; i++)
+        if (dtype_rows[i].dtype == t)
+            return dtype_rows[i].ort;
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
 }
 
 const char *nr__ort_type_name(ONNXTensorElementDataType t)
