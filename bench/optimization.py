@@ -18,7 +18,7 @@ Prints markdown tables; asserts nothing.
 import os, re, shutil, signal, subprocess, sys, tempfile, time
 import http.client
 
-from run import wait_live  # bench/run.py, beside this file
+from benchlib import wait_live  # bench/benchlib.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NEREID = os.path.join(ROOT, "build/bin/nereid")

@@ -3,8 +3,11 @@
  * nereid's ORT backend uses by default (sequential execution, spinning off,
  * intra-op threads as given), from N threads each owning one session, in a
  * closed loop. Prints one line: "infer_per_sec=<x> p50_us=<y> p99_us=<z>".
+ * POOL "global" gives every session one process-wide intra-op pool of INTRA_OP
+ * threads (ORT's global thread pools) instead of a pool per session; SPIN
+ * "spin" turns ORT's spinning on.
  *
- * usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH
+ * usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH [session|global [spin|nospin]]
  */
 #include <onnxruntime_c_api.h>
 
@@ -17,7 +20,7 @@
 static const OrtApi *ort;
 static OrtEnv *env;
 static const char *model_path;
-static int intra_op, batch;
+static int intra_op, batch, global_pool, spin;
 static double seconds;
 
 typedef struct {
@@ -45,11 +48,15 @@ static void *runner(void *arg)
     result_t *res = arg;
     OrtSessionOptions *so;
     check(ort->CreateSessionOptions(&so));
-    check(ort->SetIntraOpNumThreads(so, intra_op));
-    check(ort->SetInterOpNumThreads(so, 1));
+    if (global_pool) {
+        check(ort->DisablePerSessionThreads(so));
+    } else {
+        check(ort->SetIntraOpNumThreads(so, intra_op));
+        check(ort->SetInterOpNumThreads(so, 1));
+        check(ort->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", spin ? "1" : "0"));
+        check(ort->AddSessionConfigEntry(so, "session.inter_op.allow_spinning", spin ? "1" : "0"));
+    }
     check(ort->SetSessionExecutionMode(so, ORT_SEQUENTIAL));
-    check(ort->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", "0"));
-    check(ort->AddSessionConfigEntry(so, "session.inter_op.allow_spinning", "0"));
     OrtSession *sess;
     check(ort->CreateSession(env, model_path, so, &sess));
     OrtAllocator *alloc;
@@ -114,8 +121,9 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH\n");
+    if (argc < 6 || argc > 8) {
+        fprintf(stderr, "usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH "
+                        "[session|global [spin|nospin]]\n");
         return 2;
     }
     model_path = argv[1];
@@ -123,8 +131,20 @@ int main(int argc, char **argv)
     intra_op = atoi(argv[3]);
     seconds = atof(argv[4]);
     batch = atoi(argv[5]);
+    global_pool = argc > 6 && strcmp(argv[6], "global") == 0;
+    spin = argc > 7 && strcmp(argv[7], "spin") == 0;
     ort = OrtGetApiBase()->GetApi(ORT_API_VERSION);
-    check(ort->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "ort_direct", &env));
+    if (global_pool) {
+        OrtThreadingOptions *to;
+        check(ort->CreateThreadingOptions(&to));
+        check(ort->SetGlobalIntraOpNumThreads(to, intra_op));
+        check(ort->SetGlobalInterOpNumThreads(to, 1));
+        check(ort->SetGlobalSpinControl(to, spin));
+        check(ort->CreateEnvWithGlobalThreadPools(ORT_LOGGING_LEVEL_WARNING, "ort_direct", to, &env));
+        ort->ReleaseThreadingOptions(to);
+    } else {
+        check(ort->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "ort_direct", &env));
+    }
     pthread_t th[64];
     result_t res[64];
     memset(res, 0, sizeof(res));

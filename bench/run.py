@@ -1,90 +1,182 @@
 #!/usr/bin/env python3
-"""make bench: nereid against its baselines, measured side by side in one run.
+"""make bench, part 1: every figure of the issue "Faster than Triton on the CPU", each against a
+baseline measured in the same run, printed as one table (figure, nereid, baseline, ratio, goal).
 
-HTTP floor: nginx (Debian) returns a fixed reply of the same size as nereid's
-answer to the same request; both are driven by wrk with the same Lua script.
-Compute: inception_onnx through the server (perf_analyzer, batch 1,
-concurrency 2) against ONNX Runtime called directly in-process with the same
-session options and thread count (build/bin/bench-ort-direct).
-Rounds are interleaved and the median of the per-round ratios is reported,
-since this machine is shared and noisy. Prints a table; asserts nothing.
+- HTTP floor: nginx (Debian) returns a fixed reply of the same size as nereid's answer to the
+  same request; both are driven by wrk with the same Lua script (identity_fp32, 16 floats).
+- Compute: inception_onnx and densenet_onnx, batch 1, binary tensors, driven by wrk (a light
+  client: the same bytes posted again and again) against ONNX Runtime called directly
+  in-process with the same session options and thread count (build/bin/bench-ort-direct).
+  perf_analyzer at concurrency 2 is reported beside it, since it is Triton's own client.
+- Start-up and RSS against a bare C program that loads ONNX Runtime and runs one session.
+- Server time outside compute from the server's own statistics.
+- Instructions per request under callgrind (bench/callgrind.py), repeatable where time is not.
+The server runs with its defaults (`make run`'s configuration). Rounds are interleaved and the
+median of the per-round ratios is reported, since this machine is shared and noisy.
+
+    .venv/bin/python bench/run.py     # BENCH_ROUNDS=3 BENCH_SECONDS=5 BENCH_CALLGRIND=1
 """
-import json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
-import http.client, struct
+import json, os, re, shutil, signal, statistics, struct, subprocess, sys, tempfile, time
+import http.client
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NEREID = os.path.join(ROOT, "build/bin/nereid")
-ORT_DIRECT = os.path.join(ROOT, "build/bin/bench-ort-direct")
-REPO = os.path.join(ROOT, "examples/model_repository")
-PA = os.path.join(ROOT, "scripts/perf_analyzer")
-NR_PORT, NGX_PORT = 18500, 18580
+from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, cnn_lua, ort_direct, start_server,
+                      stop_server, wrk, write_lua)
+import callgrind
+
+NR_PORT, NGX_PORT, STARTUP_PORT = 18500, 18580, 18590
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECS = int(os.environ.get("BENCH_SECONDS", "5"))
-PATH = "/v2/models/identity_fp32/infer"
+IDENTITY = "/v2/models/identity_fp32/infer"
 VALUES = [float(i) / 10 for i in range(16)]
+med = statistics.median
+
+ROWS = []  # (figure, nereid, baseline, ratio or None, goal, met: True/False/None)
 
 
-def wait_live(port, proc, timeout=60, path="/v2/health/live"):
-    """Waits until GET `path` answers 200; exits if the server died or never did."""
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            sys.exit(f"server exited with {proc.returncode}")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            c.request("GET", path)
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    sys.exit(f"server did not answer 200 on {path}")
+def row(figure, value, baseline, ratio, goal, met=None):
+    ROWS.append((figure, value, baseline, ratio, goal, met))
+    r = f"{ratio:.3f}" if ratio is not None else "-"
+    print(f"  {figure}: {value} | baseline {baseline} | ratio {r} | goal {goal}", flush=True)
 
+
+def rounds_str(xs):
+    return "rounds " + ", ".join(f"{x:.3f}" for x in xs)
+
+
+# ---- start-up and footprint ----
+
+def startup_rows(tmp):
+    """exec -> ready, RSS and threads for simple + identity_fp32, against a bare C program that
+    loads ONNX Runtime and runs one session (bench-ort-direct on identity_fp32 for 0 s)."""
+    repo = os.path.join(tmp, "startup_repo")
+    for m in ("simple", "identity_fp32"):
+        shutil.copytree(os.path.join(REPO, m), os.path.join(repo, m))
+    ready, rss, threads, bare_ms, bare_rss = [], [], [], [], []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        p = subprocess.Popen([NEREID, f"--model-repository={repo}", f"--http-port={STARTUP_PORT}",
+                              "--http-address=127.0.0.1"], stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", STARTUP_PORT, timeout=1)
+                c.request("GET", "/v2/health/ready")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.001)
+        ready.append((time.perf_counter() - t0) * 1e3)
+        with open(f"/proc/{p.pid}/status") as f:
+            st = f.read()
+        rss.append(int(re.search(r"VmRSS:\s+(\d+)", st).group(1)) / 1024)
+        threads.append(int(re.search(r"Threads:\s+(\d+)", st).group(1)))
+        stop_server(p)
+        t0 = time.perf_counter()
+        b = subprocess.Popen([ORT_DIRECT, os.path.join(REPO, "identity_fp32/1/model.onnx"), "1",
+                              "1", "0", "1"], stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(b.pid, 0)
+        bare_ms.append((time.perf_counter() - t0) * 1e3)
+        if status != 0:
+            sys.exit("bench-ort-direct failed")
+        bare_rss.append(ru.ru_maxrss / 1024)
+    print(f"\nstart-up, repository simple + identity_fp32 ({ROUNDS} runs, medians)")
+    row("exec -> ready, simple + identity_fp32", f"{med(ready):.0f} ms",
+        f"bare ORT program {med(bare_ms):.0f} ms", med(ready) / med(bare_ms), "<= 70 ms",
+        med(ready) <= 70)
+    row("RSS after ready, same repository", f"{med(rss):.1f} MB, {med(threads):.0f} threads",
+        f"bare ORT program peak {med(bare_rss):.1f} MB", med(rss) / med(bare_rss), "<= 40 MB",
+        med(rss) <= 40)
+
+
+# ---- one CNN request at a time: server time outside compute ----
+
+def outside_compute_rows():
+    """Server time outside compute for one 1x3x224x224 FP32 binary request: the statistics'
+    request time minus compute_infer, over 40 sequential requests."""
+    from benchlib import cnn_request
+    print("\nserver time outside compute, one CNN request at a time (binary tensors)")
+    for model, inp, shape in CNNS:
+        body, headers = cnn_request(model, inp, shape)
+        path = f"/v2/models/{model}/infer"
+        c = http.client.HTTPConnection("127.0.0.1", NR_PORT)
+
+        def stats():
+            c.request("GET", f"/v2/models/{model}/stats")
+            return json.loads(c.getresponse().read())["model_stats"][0]["inference_stats"]
+
+        for i in range(43):
+            if i == 3:
+                before = stats()
+            c.request("POST", path, body=body, headers=headers)
+            r = c.getresponse()
+            r.read()
+            if r.status != 200:
+                sys.exit(f"{model}: {r.status}")
+        after = stats()
+        d = lambda k: after[k]["ns"] - before[k]["ns"]
+        n = after["success"]["count"] - before["success"]["count"]
+        outside_us = (d("success") - d("compute_infer")) / n / 1e3
+        row(f"{model}: server time outside compute, {'x'.join(map(str, shape))} FP32 binary",
+            f"{outside_us:.0f} us", "-", None, "<= 200 us", outside_us <= 200)
+
+
+# ---- CNN latency and throughput against direct ONNX Runtime ----
+
+def cnn_rows(tmp):
+    """c=1 p50 against direct ORT p50 (1 session, 1 intra-op thread: one of the default's two
+    instances) and c=2 throughput against direct ORT saturated (2 sessions x 1 intra-op
+    thread: the default's two instances). Client: wrk, one thread."""
+    print(f"\nCNNs, batch 1, binary tensors, wrk client, default config (2 instances x 1 "
+          f"intra-op thread); direct ORT with the same sessions ({ROUNDS} interleaved rounds)")
+    for model, inp, shape in CNNS:
+        lua = cnn_lua(tmp, model, inp, shape)
+        path = f"/v2/models/{model}/infer"
+        onnx = os.path.join(REPO, model, "1/model.onnx")
+        p50_r, rps_r, srv, dr = [], [], [], []
+        for _ in range(ROUNDS):
+            d1 = ort_direct(onnx, 1, 1, SECS)
+            s1 = wrk(NR_PORT, path, lua, 1, SECS)
+            d2 = ort_direct(onnx, 2, 1, SECS)
+            s2 = wrk(NR_PORT, path, lua, 2, SECS)
+            p50_r.append(s1[1] / d1["p50_us"])
+            rps_r.append(s2[0] / d2["infer_per_sec"])
+            srv.append((s1[1], s2[0]))
+            dr.append((d1["p50_us"], d2["infer_per_sec"]))
+        row(f"{model}: c=1 p50 ({rounds_str(p50_r)})", f"{med(x[0] for x in srv) / 1e3:.2f} ms",
+            f"direct ORT p50 {med(x[0] for x in dr) / 1e3:.2f} ms", med(p50_r), "<= 1.05",
+            med(p50_r) <= 1.05)
+        row(f"{model}: c=2 infer/s ({rounds_str(rps_r)})", f"{med(x[1] for x in srv):.1f}",
+            f"direct ORT {med(x[1] for x in dr):.1f}", med(rps_r), ">= 0.97", med(rps_r) >= 0.97)
+
+
+def perf_analyzer_row():
+    """The same c=2 figure with Triton's perf_analyzer as the client (it shares the 2 cores)."""
+    model = "inception_onnx"
+    ratios, srv = [], []
+    for _ in range(ROUNDS):
+        d = ort_direct(os.path.join(REPO, model, "1/model.onnx"), 2, 1, SECS)["infer_per_sec"]
+        out = subprocess.run([PA, "-m", model, "-u", f"127.0.0.1:{NR_PORT}", "-b", "1",
+                              "--concurrency-range", "2:2", "-p", str(SECS * 1000), "-s", "25",
+                              "--max-trials", "6"], capture_output=True, text=True)
+        m = re.search(r"Throughput: ([\d.]+) infer/sec", out.stdout)
+        if not m:
+            sys.exit("perf_analyzer failed:\n" + out.stdout + out.stderr)
+        ratios.append(float(m.group(1)) / d)
+        srv.append(float(m.group(1)))
+    row(f"{model}: c=2 infer/s, perf_analyzer client ({rounds_str(ratios)})",
+        f"{med(srv):.1f}", "direct ORT, same round", med(ratios), "report")
+
+
+# ---- HTTP path against nginx ----
 
 def post(port, body, headers):
     c = http.client.HTTPConnection("127.0.0.1", port)
-    c.request("POST", PATH, body=body, headers=headers)
+    c.request("POST", IDENTITY, body=body, headers=headers)
     r = c.getresponse()
     return r.status, r.read(), dict(r.getheaders())
 
 
-def lua_string(b):
-    return '"' + "".join(f"\\{x}" for x in b) + '"'
-
-
-def write_lua(path, body, headers):
-    with open(path, "w") as f:
-        f.write('wrk.method = "POST"\n')
-        f.write(f"wrk.body = {lua_string(body)}\n")
-        for k, v in headers.items():
-            f.write(f'wrk.headers["{k}"] = "{v}"\n')
-
-
-def parse_wrk(out):
-    def us(tok):
-        m = re.match(r"([\d.]+)(us|ms|s)", tok)
-        v = float(m.group(1))
-        return v * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50 = us(re.search(r"\s50%\s+(\S+)", out).group(1))
-    p99 = us(re.search(r"\s99%\s+(\S+)", out).group(1))
-    errs = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if errs:
-        sys.exit("wrk saw errors:\n" + out)
-    return rps, p50, p99
-
-
-def wrk(port, lua, conns):
-    threads = 1 if conns == 1 else 2
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{SECS}s", "--latency",
-                          "-s", lua, f"http://127.0.0.1:{port}{PATH}"],
-                         capture_output=True, text=True, check=True).stdout
-    return parse_wrk(out)
-
-
 def start_nginx(tmp, reply, content_type, extra_header):
-    body_file = os.path.join(tmp, "reply.bin")
-    with open(body_file, "wb") as f:
+    with open(os.path.join(tmp, "reply.bin"), "wb") as f:
         f.write(reply)
     hdr = f'add_header Inference-Header-Content-Length {extra_header};' if extra_header else ""
     conf = os.path.join(tmp, "nginx.conf")
@@ -106,186 +198,85 @@ http {{
     return p
 
 
-def http_rows(tmp):
-    rows = []
+def identity_requests():
     json_body = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
                                         "data": VALUES}]}).encode()
     raw = struct.pack("<16f", *VALUES)
     hdr = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
                                   "parameters": {"binary_data_size": 64}}],
                       "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]}).encode()
-    cases = [("JSON", json_body, {"Content-Type": "application/json"}),
-             ("binary", hdr + raw, {"Content-Type": "application/octet-stream",
-                                    "Inference-Header-Content-Length": str(len(hdr))})]
-    for name, body, headers in cases:
+    return [("JSON", json_body, {"Content-Type": "application/json"}),
+            ("binary", hdr + raw, {"Content-Type": "application/octet-stream",
+                                   "Inference-Header-Content-Length": str(len(hdr))})]
+
+
+def http_rows(tmp):
+    print(f"\nHTTP path, identity_fp32 16 floats, wrk against nginx returning nereid's reply "
+          f"({ROUNDS} interleaved rounds)")
+    goals = {("JSON", 1): ("<= 1.15", lambda r: r <= 1.15),
+             ("JSON", 16): (">= 0.7", lambda r: r >= 0.7)}
+    for name, body, headers in identity_requests():
         status, reply, rh = post(NR_PORT, body, headers)
         if status != 200:
             sys.exit(f"nereid answered {status}: {reply[:200]}")
         lua = os.path.join(tmp, f"{name}.lua")
-        write_lua(lua, body, headers)
+        write_lua(lua, headers, body=body)
         ngx = start_nginx(tmp, reply, rh.get("Content-Type", "application/json"),
                           rh.get("Inference-Header-Content-Length"))
         try:
             for conns in (1, 16):
-                ratios_p50, ratios_rps, nr_all, ng_all = [], [], [], []
+                ratios, nr_all, ng_all = [], [], []
                 for _ in range(ROUNDS):
-                    ng = wrk(NGX_PORT, lua, conns)
-                    nr = wrk(NR_PORT, lua, conns)
-                    ratios_p50.append(nr[1] / ng[1])
-                    ratios_rps.append(nr[0] / ng[0])
+                    ng = wrk(NGX_PORT, IDENTITY, lua, conns, SECS)
+                    nr = wrk(NR_PORT, IDENTITY, lua, conns, SECS)
+                    ratios.append(nr[1] / ng[1] if conns == 1 else nr[0] / ng[0])
                     nr_all.append(nr)
                     ng_all.append(ng)
-                med = lambda xs, i: statistics.median(x[i] for x in xs)
-                rows.append((f"identity_fp32 {name} c={conns} (reply {len(reply)} B)",
-                             med(nr_all, 0), med(nr_all, 1), med(nr_all, 2),
-                             med(ng_all, 0), med(ng_all, 1), med(ng_all, 2),
-                             statistics.median(ratios_p50), statistics.median(ratios_rps)))
+                goal, ok = goals.get((name, conns), ("report", None))
+                what = "p50" if conns == 1 else "req/s"
+                fmt = (lambda r: f"p50 {r[1]:.0f} us (p99 {r[2]:.0f}), {r[0]:.0f} req/s")
+                mid = lambda xs: tuple(med(x[i] for x in xs) for i in range(3))
+                row(f"identity_fp32 {name} c={conns} {what} (reply {len(reply)} B; "
+                    f"{rounds_str(ratios)})", fmt(mid(nr_all)), "nginx " + fmt(mid(ng_all)),
+                    med(ratios), goal, ok(med(ratios)) if ok else None)
         finally:
             ngx.send_signal(signal.SIGQUIT)
             ngx.wait()
-    return rows
 
 
-def perf_analyzer(model, conc):
-    out = subprocess.run([PA, "-m", model, "-u", f"127.0.0.1:{NR_PORT}", "-b", "1",
-                          "--concurrency-range", f"{conc}:{conc}", "-p", str(SECS * 1000),
-                          "-s", "25", "--max-trials", "6"],
-                         capture_output=True, text=True)
-    m = re.search(r"Throughput: ([\d.]+) infer/sec", out.stdout)
-    if not m:
-        sys.exit("perf_analyzer failed:\n" + out.stdout + out.stderr)
-    return float(m.group(1))
-
-
-def ort_direct(model, threads, intra):
-    out = subprocess.run([ORT_DIRECT, os.path.join(REPO, model, "1/model.onnx"), str(threads),
-                          str(intra), str(SECS), "1"], capture_output=True, text=True, check=True)
-    return float(re.search(r"infer_per_sec=([\d.]+)", out.stdout).group(1))
-
-
-def startup_row(tmp):
-    """exec -> ready, RSS and threads for simple + identity_fp32, against a bare C program that
-    loads ONNX Runtime and runs one session (bench-ort-direct on `identity_fp32` for 0 s)."""
-    repo = os.path.join(tmp, "startup_repo")
-    os.makedirs(repo, exist_ok=True)
-    for m in ("simple", "identity_fp32"):
-        if not os.path.exists(os.path.join(repo, m)):
-            shutil.copytree(os.path.join(REPO, m), os.path.join(repo, m))
-    ready, rss, threads, bare_ms, bare_rss = [], [], [], [], []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        p = subprocess.Popen([NEREID, f"--model-repository={repo}", "--http-port=18590",
-                              "--http-address=127.0.0.1"], stderr=subprocess.DEVNULL)
-        while True:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", 18590, timeout=1)
-                c.request("GET", "/v2/health/ready")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.001)
-        ready.append((time.perf_counter() - t0) * 1e3)
-        with open(f"/proc/{p.pid}/status") as f:
-            st = f.read()
-        rss.append(int(re.search(r"VmRSS:\s+(\d+)", st).group(1)) / 1024)
-        threads.append(int(re.search(r"Threads:\s+(\d+)", st).group(1)))
-        p.send_signal(signal.SIGTERM)
-        p.wait()
-        t0 = time.perf_counter()
-        b = subprocess.Popen([ORT_DIRECT, os.path.join(REPO, "identity_fp32/1/model.onnx"), "1",
-                              "1", "0", "1"], stdout=subprocess.DEVNULL)
-        _, status, ru = os.wait4(b.pid, 0)
-        bare_ms.append((time.perf_counter() - t0) * 1e3)
-        if status != 0:
-            sys.exit("bench-ort-direct failed")
-        bare_rss.append(ru.ru_maxrss / 1024)
-    med = statistics.median
-    print(f"\nstart-up, repository simple + identity_fp32 ({ROUNDS} runs, medians)")
-    print(f"  exec -> ready {med(ready):.0f} ms (goal <= 70), bare ORT program {med(bare_ms):.0f} ms "
-          f"(loads ORT, runs one session: the floor)")
-    print(f"  RSS after ready {med(rss):.1f} MB (goal <= 40), bare program peak "
-          f"{med(bare_rss):.1f} MB; {med(threads):.0f} threads")
-
-
-def overhead_rows():
-    """Server time outside compute for one 1x3x224x224 FP32 binary request (statistics: request
-    time minus compute infer), and c=1 p50 against direct ORT for the CNNs."""
-    import numpy as np
-    for model, shape, inp in (("inception_onnx", (1, 3, 224, 224), "input"),
-                              ("densenet_onnx", (3, 224, 224), "data_0")):
-        x = np.random.default_rng(0).random(shape, dtype=np.float32).tobytes()
-        hdr = json.dumps({"inputs": [{"name": inp, "shape": list(shape), "datatype": "FP32",
-                                      "parameters": {"binary_data_size": len(x)}}],
-                          "parameters": {"binary_data_output": True}}).encode()
-        path = f"/v2/models/{model}/infer"
-        c = http.client.HTTPConnection("127.0.0.1", NR_PORT)
-        def stats():
-            c.request("GET", f"/v2/models/{model}/stats")
-            return json.loads(c.getresponse().read())["model_stats"][0]
-        for _ in range(3):  # warm-up
-            c.request("POST", path, body=hdr + x,
-                      headers={"Inference-Header-Content-Length": str(len(hdr))})
-            c.getresponse().read()
-        before = stats()
-        lat = []
-        for _ in range(40):
-            t0 = time.perf_counter()
-            c.request("POST", path, body=hdr + x,
-                      headers={"Inference-Header-Content-Length": str(len(hdr))})
-            r = c.getresponse()
-            r.read()
-            lat.append((time.perf_counter() - t0) * 1e6)
-            if r.status != 200:
-                sys.exit(f"{model}: {r.status}")
-        after = stats()
-        d = lambda k: (after["inference_stats"][k]["ns"] - before["inference_stats"][k]["ns"])
-        n = after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"]
-        outside_us = (d("success") - d("compute_infer")) / n / 1e3
-        out = subprocess.run([ORT_DIRECT, os.path.join(REPO, model, "1/model.onnx"), "1", "1",
-                              "4", "1"], capture_output=True, text=True, check=True).stdout
-        direct_p50 = float(re.search(r"p50_us=([\d.]+)", out).group(1))
-        p50 = statistics.median(lat)
-        print(f"\n{model}, one {'x'.join(map(str, shape))} FP32 request at a time, binary tensors")
-        print(f"  server time outside compute (stats: request - compute_infer) {outside_us:.0f} us "
-              f"(goal <= 200)")
-        print(f"  client p50 {p50:.0f} us vs direct ORT p50 {direct_p50:.0f} us (1 session, 1 "
-              f"intra-op thread): ratio {p50 / direct_p50:.3f} (goal <= 1.05)")
+def print_table():
+    print("\n| figure | nereid | baseline (same run) | ratio | goal | met |")
+    print("|---|---|---|---:|---|---|")
+    for fig, val, base, ratio, goal, met in ROWS:
+        r = f"{ratio:.3f}" if ratio is not None else "-"
+        m = {True: "yes", False: "**no**", None: "-"}[met]
+        print(f"| {fig} | {val} | {base} | {r} | {goal} | {m} |")
 
 
 def main():
     tmp = tempfile.mkdtemp(prefix="nereid-bench-")
     os.chmod(tmp, 0o755)  # nginx workers run as an unprivileged user
-    srv = subprocess.Popen([NEREID, f"--model-repository={REPO}", f"--http-port={NR_PORT}",
-                            "--http-address=127.0.0.1"], stderr=subprocess.DEVNULL)
+    t0 = time.time()
     try:
-        wait_live(NR_PORT, srv)
-        startup_row(tmp)
-        overhead_rows()
-        rows = http_rows(tmp)
-        print(f"\nHTTP path (wrk, {SECS}s per run, {ROUNDS} interleaved rounds, medians)")
-        print(f"{'case':44} {'nereid rps':>11} {'p50 us':>8} {'p99 us':>8} {'nginx rps':>10} "
-              f"{'p50 us':>8} {'p99 us':>8} {'p50 x':>6} {'rps x':>6}")
-        for r in rows:
-            print(f"{r[0]:44} {r[1]:11.0f} {r[2]:8.0f} {r[3]:8.0f} {r[4]:10.0f} {r[5]:8.0f} "
-                  f"{r[6]:8.0f} {r[7]:6.2f} {r[8]:6.2f}")
-        print("goals (issue 2): c=1 p50 x <= 1.5; c=16 rps x >= 0.25")
-        for conc in (2, 4):
-            ratios, srv_all, dir_all = [], [], []
-            for _ in range(ROUNDS):
-                d = ort_direct("inception_onnx", 2, 1)
-                s = perf_analyzer("inception_onnx", conc)
-                ratios.append(s / d)
-                srv_all.append(s)
-                dir_all.append(d)
-            print(f"\ninception_onnx batch 1, concurrency {conc} (server: 2 instances x 1 intra-op "
-                  f"thread; direct: 2 threads x 1 intra-op thread)")
-            print(f"  server {statistics.median(srv_all):.1f} infer/s, direct ORT "
-                  f"{statistics.median(dir_all):.1f} infer/s, ratio {statistics.median(ratios):.3f} "
-                  f"(goal >= 0.97; rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+        startup_rows(tmp)
+        srv = start_server(REPO, NR_PORT)
+        try:
+            outside_compute_rows()
+            cnn_rows(tmp)
+            perf_analyzer_row()
+            http_rows(tmp)
+        finally:
+            stop_server(srv)
+        if os.environ.get("BENCH_CALLGRIND", "1") != "0":
+            print("\ninstructions per request under callgrind (identity_fp32 JSON, 1,000 requests)")
+            ir, parts = callgrind.instructions_per_request(tmp, 1000)
+            row("instructions per request in the server, identity_fp32 JSON",
+                f"{ir:,.0f} ({parts})", "-", None, "report")
     finally:
-        srv.send_signal(signal.SIGTERM)
-        srv.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\n## make bench, {time.strftime('%Y-%m-%d %H:%M')}, {time.time() - t0:.0f} s, "
+          f"{os.cpu_count()} CPUs, defaults of `make run`")
+    print_table()
 
 
 if __name__ == "__main__":
