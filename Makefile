@@ -180,6 +180,7 @@ ci-sanitize:
 
 bench: setup all models $(BUILD)/bin/bench-ort-direct
 	$(PY) bench/run.py
+	$(PY) bench/threads.py
 	$(PY) bench/optimization.py
 
 clean:

@@ -4,10 +4,11 @@
  * intra-op threads as given), from N threads each owning one session, in a
  * closed loop. Prints one line: "infer_per_sec=<x> p50_us=<y> p99_us=<z>".
  * POOL "global" gives every session one process-wide intra-op pool of INTRA_OP
- * threads (ORT's global thread pools) instead of a pool per session; SPIN
- * "spin" turns ORT's spinning on.
+ * threads (ORT's global thread pools) instead of a pool per session; "nice"
+ * keeps a pool per session whose workers run at nice 19, as nereid's
+ * `intra_op_worker_nice: 19` does. SPIN "spin" turns ORT's spinning on.
  *
- * usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH [session|global [spin|nospin]]
+ * usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH [session|global|nice [spin|nospin]]
  */
 #include <onnxruntime_c_api.h>
 
@@ -16,11 +17,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static const OrtApi *ort;
 static OrtEnv *env;
 static const char *model_path;
-static int intra_op, batch, global_pool, spin;
+static int intra_op, batch, global_pool, spin, nice_workers;
+
+typedef struct {
+    OrtThreadWorkerFn fn;
+    void *param;
+    pthread_t th;
+} worker_t;
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    w->fn(w->param);
+    return NULL;
+}
+
+static OrtCustomThreadHandle create_worker(void *opts, OrtThreadWorkerFn fn, void *param)
+{
+    worker_t *w = calloc(1, sizeof(*w));
+    w->fn = fn;
+    w->param = param;
+    pthread_create(&w->th, NULL, worker_main, w);
+    return (OrtCustomThreadHandle)w;
+}
+
+static void join_worker(OrtCustomThreadHandle h)
+{
+    worker_t *w = (worker_t *)h;
+    pthread_join(w->th, NULL);
+    free(w);
+}
 static double seconds;
 
 typedef struct {
@@ -53,6 +87,10 @@ static void *runner(void *arg)
     } else {
         check(ort->SetIntraOpNumThreads(so, intra_op));
         check(ort->SetInterOpNumThreads(so, 1));
+        if (nice_workers) {
+            check(ort->SessionOptionsSetCustomCreateThreadFn(so, create_worker));
+            check(ort->SessionOptionsSetCustomJoinThreadFn(so, join_worker));
+        }
         check(ort->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", spin ? "1" : "0"));
         check(ort->AddSessionConfigEntry(so, "session.inter_op.allow_spinning", spin ? "1" : "0"));
     }
@@ -123,7 +161,7 @@ int main(int argc, char **argv)
 {
     if (argc < 6 || argc > 8) {
         fprintf(stderr, "usage: ort_direct MODEL.onnx THREADS INTRA_OP SECONDS BATCH "
-                        "[session|global [spin|nospin]]\n");
+                        "[session|global|nice [spin|nospin]]\n");
         return 2;
     }
     model_path = argv[1];
@@ -132,6 +170,7 @@ int main(int argc, char **argv)
     seconds = atof(argv[4]);
     batch = atoi(argv[5]);
     global_pool = argc > 6 && strcmp(argv[6], "global") == 0;
+    nice_workers = argc > 6 && strcmp(argv[6], "nice") == 0;
     spin = argc > 7 && strcmp(argv[7], "spin") == 0;
     ort = OrtGetApiBase()->GetApi(ORT_API_VERSION);
     if (global_pool) {

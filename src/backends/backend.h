@@ -39,7 +39,8 @@ typedef struct {
     const char *name;        /* "simple_0_0" */
     int kind;                /* nr_instance_kind_t, resolved (never AUTO) */
     int device_id;           /* GPU id for KIND_GPU, else 0 */
-    int intra_op_threads;    /* the server's choice for this instance (>= 1) */
+    int intra_op_threads;    /* this instance's share of the cores: cores / instances (>= 1) */
+    int cpu_count;           /* cores this process may run on (>= 1) */
     const char *host_policy; /* policy name */
 } nr_instance_info_t;
 

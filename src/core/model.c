@@ -39,7 +39,15 @@ static size_t count_instances(const nr_model_config_t *cfg)
     return n;
 }
 
-static nr_status_t *create_instances(nr_model_t *m, int intra_op_threads)
+/* Each instance's share of the cores when all of them run at once. */
+static int intra_share(const nr_model_config_t *cfg, int cpus)
+{
+    size_t n = count_instances(cfg);
+    int t = n > 0 ? cpus / (int)n : cpus;
+    return t < 1 ? 1 : t;
+}
+
+static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
 {
     const nr_model_config_t *cfg = m->cfg;
     m->instances = nr_calloc(count_instances(cfg) + 1, sizeof(nr_instance_t *));
@@ -54,7 +62,8 @@ static nr_status_t *create_instances(nr_model_t *m, int intra_op_threads)
                     .name = name,
                     .kind = ig->kind,
                     .device_id = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0,
-                    .intra_op_threads = intra_op_threads,
+                    .intra_op_threads = intra_share(cfg, cpu_count),
+                    .cpu_count = cpu_count,
                     .host_policy = ig->host_policy && ig->host_policy[0]
                                        ? ig->host_policy
                                        : (ig->kind == NR_KIND_GPU ? "gpu" : "cpu"),
@@ -75,7 +84,7 @@ static nr_status_t *create_instances(nr_model_t *m, int intra_op_threads)
 }
 
 nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *model_path,
-                           int intra_op_threads)
+                           int cpu_count)
 {
     snprintf(m->version_str, sizeof(m->version_str), "%lld", (long long)m->version);
     m->name = m->cfg->name;
@@ -84,7 +93,7 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;
-    st = create_instances(m, intra_op_threads);
+    st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
     if (st) {
         for (size_t i = 0; i < m->n_instances; i++)
             nr_inst_destroy(m->instances[i]);

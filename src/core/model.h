@@ -44,7 +44,7 @@ typedef struct {
 /* Loads a version: backend model_load, instances (threads named after them),
  * scheduler. On failure returns the error; the caller marks it UNAVAILABLE. */
 NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
-                                         const char *model_path, int intra_op_threads);
+                                         const char *model_path, int cpu_count);
 /* Stops instance threads (after the queue drains) and unloads the backend. */
 void nr_model_unload(nr_model_t *m);
 

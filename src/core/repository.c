@@ -201,15 +201,6 @@ static nr_status_t *prepare_config(nr_repo_entry_t *e, const nr_repo_options_t *
     return nr_cfg_validate(e->cfg, e->name);
 }
 
-static int intra_threads(const nr_model_config_t *cfg, int cpus)
-{
-    int n = 0;
-    for (size_t g = 0; g < cfg->n_instance_group; g++)
-        n += cfg->instance_group[g].count > 0 ? cfg->instance_group[g].count : 1;
-    int t = n > 0 ? cpus / n : cpus;
-    return t < 1 ? 1 : t;
-}
-
 static void load_entry(nr_repo_entry_t *e, const nr_repo_options_t *opts)
 {
     int64_t *v;
@@ -241,7 +232,7 @@ static void load_entry(nr_repo_entry_t *e, const nr_repo_options_t *opts)
         e->versions[e->n_versions++] = m;
         NR_LOG_INFO("loading: %s:%" PRId64, e->name, v[i]);
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", e->dir, v[i], e->cfg->default_model_filename);
-        st = nr_model_load(m, e->dir, mp, intra_threads(e->cfg, opts->cpu_count));
+        st = nr_model_load(m, e->dir, mp, opts->cpu_count);
         free(mp);
         if (st) {
             m->reason = status_reason(st);

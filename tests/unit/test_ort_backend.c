@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,7 +78,8 @@ static nr_status_t *load_kind(const char *cfg_text, const char *path, int kind, 
     nr_status_t *st = B->model_load(l->cfg, NULL, path, &l->model);
     if (st)
         return st;
-    nr_instance_info_t info = {.name = "test_0", .kind = kind, .intra_op_threads = 1, .host_policy = "cpu"};
+    nr_instance_info_t info = {.name = "test_0", .kind = kind, .intra_op_threads = 1,
+                               .cpu_count = 3, .host_policy = "cpu"};
     return B->instance_create(l->model, &info, &l->inst);
 }
 
@@ -938,6 +940,88 @@ NR_TEST(error_parameters)
     EXPECT_TRUE(memcmp(t.out[0].data, v, sizeof(v)) == 0);
     done(&t);
     unload(&l);
+    free(path);
+}
+
+/* Threads of this process named "ort-intra" (the background-priority intra-op workers);
+ * *all_nice is set false when one of them does not run at nice `nice`. */
+static int count_workers(int nice, bool *all_nice)
+{
+    int n = 0;
+    *all_nice = true;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[300], buf[512] = "";
+        snprintf(p, sizeof(p), "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (f == NULL)
+            continue;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = 0;
+        char *close = strrchr(buf, ')');
+        if (strstr(buf, "(ort-intra)") == NULL || close == NULL)
+            continue;
+        n++;
+        /* after "comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+         * cmajflt utime stime cutime cstime priority nice */
+        long v = 0;
+        char *s = close + 2;
+        for (int field = 3; field <= 19 && s; field++) {
+            if (field == 19)
+                v = strtol(s, NULL, 10);
+            s = strchr(s, ' ');
+            s = s ? s + 1 : NULL;
+        }
+        if (v != nice)
+            *all_nice = false;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+NR_TEST(intra_op_worker_nice)
+{
+    char *path = model_file("identity_fp32");
+    EXPECT_STATUS(load_only(IDENTITY_CFG("i", "TYPE_FP32")
+                                 "parameters { key: \"intra_op_worker_nice\" value { string_value: \"20\" } }",
+                                 path), NR_INVALID_ARG,
+                       "intra_op_worker_nice must be between 0 and 19, got 20");
+    /* sizing: explicit count, else all cores with background workers, else the share */
+    nr_instance_info_t info = {.intra_op_threads = 2, .cpu_count = 8};
+    nr__ort_opts_t o = {.worker_nice = 0};
+    EXPECT_EQ_INT(nr__ort_intra_threads(&o, &info), 2);
+    o.worker_nice = 19;
+    EXPECT_EQ_INT(nr__ort_intra_threads(&o, &info), 8);
+    o.intra_op_threads = 3;
+    EXPECT_EQ_INT(nr__ort_intra_threads(&o, &info), 3);
+    /* default: one intra-op thread (the share of load_kind's info), no workers */
+    bool all_nice;
+    loaded_t l;
+    ASSERT_OK(load(IDENTITY_CFG("i", "TYPE_FP32"), path, &l));
+    EXPECT_EQ_INT(count_workers(19, &all_nice), 0);
+    unload(&l);
+    /* nice 19: a pool over the 3 cores, i.e. 2 workers beside the caller, both at nice 19,
+     * and they are joined when the session goes */
+    ASSERT_OK(load(IDENTITY_CFG("i", "TYPE_FP32")
+                     "parameters { key: \"intra_op_worker_nice\" value { string_value: \"19\" } }",
+                     path, &l));
+    EXPECT_EQ_INT(count_workers(19, &all_nice), 2);
+    EXPECT_TRUE(all_nice);
+    float v[2] = {1, 2};
+    titem_t t, *items[] = {&t};
+    titem(&t, 1, 1, 1, (uint32_t[]){0});
+    tin(&t, 0, "INPUT0", NR_TYPE_FP32, 1, 2, v, sizeof(v));
+    nr_batch_t batch;
+    ASSERT_OK(run(l.inst, items, 1, &batch));
+    EXPECT_TRUE(memcmp(t.out[0].data, v, sizeof(v)) == 0);
+    done(&t);
+    unload(&l);
+    EXPECT_EQ_INT(count_workers(19, &all_nice), 0);
     free(path);
 }
 

@@ -429,8 +429,8 @@ static nr_status_t *validate_model(nr__ort_model_t *m, const nr__ort_ios_t *ios)
 
 /* ---- instances ----
  * One OrtSession per instance, as Triton does by default. A session owns its intra-op
- * thread pool, so each instance gets its own, sized by the server's per-instance budget
- * (intra_op_threads x instances <= cores), and instances never contend inside one pool.
+ * thread pool, so each instance gets its own, sized by ort_options.c (by default the
+ * instance's share of the cores), and instances never contend inside one pool.
  * The alternative, one session shared by all instances (ORT's Run is thread-safe), loads
  * the weights once instead of N times but makes every instance's Run compete for one
  * pool, so a slow batch stalls the others; we pay memory for isolation and predictable
@@ -488,7 +488,10 @@ static nr_status_t *ort_instance_create(void *model_state, const nr_instance_inf
         inst_free(in);
         return st;
     }
-    NR_LOG_VERBOSE(1, "onnxruntime: created session for instance %s", info->name ? info->name : "?");
+    NR_LOG_VERBOSE(1, "onnxruntime: created session for instance %s (%d intra-op threads, "
+                      "workers at nice %d)",
+                   info->name ? info->name : "?", nr__ort_intra_threads(&m->opts, info),
+                   m->opts.worker_nice);
     *inst_state = in;
     return NULL;
 }

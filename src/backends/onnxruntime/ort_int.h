@@ -83,7 +83,8 @@ char *nr__ort_shape_str(const int64_t *dims, size_t ndim, char *buf, size_t cap)
 
 /* Model-level settings parsed once from the config's `parameters`. */
 typedef struct {
-    int intra_op_threads; /* 0 = use the server's per-instance choice */
+    int intra_op_threads; /* 0 = the server's choice (see nr__ort_intra_threads) */
+    int worker_nice;      /* `intra_op_worker_nice`: nice of the intra-op workers, 0..19 */
     int inter_op_threads; /* 0 = ORT default */
     int execution_mode;   /* 0 sequential, 1 parallel */
     int mem_arena;        /* -1 unset, 0, 1 */
@@ -96,6 +97,9 @@ typedef struct {
 } nr__ort_opts_t;
 
 NR_MUST_CHECK nr_status_t *nr__ort_opts_parse(const nr_model_config_t *cfg, nr__ort_opts_t *o);
+/* Intra-op threads of one instance's session: the `intra_op_thread_count` parameter, else
+ * all cores when the workers run at background priority, else the instance's share. */
+int nr__ort_intra_threads(const nr__ort_opts_t *o, const nr_instance_info_t *info);
 /* Session options for one instance: threads, spinning, arenas, graph level, EPs (GPU
  * accelerators + CUDA EP for KIND_GPU, then CPU accelerators), custom-op libraries. */
 NR_MUST_CHECK nr_status_t *nr__ort_session_options(const nr_model_config_t *cfg,

@@ -6,6 +6,15 @@
  * device and thread budget). Spinning is off by default (spec/anchors.md §5): parameter
  * `allow_spinning` (bool, nereid's own key) turns ORT's intra- and inter-op spinning on.
  * Runs on the loading thread; reads only the immutable config.
+ *
+ * Thread sizing (docs/performance.md, "CPU sizing"): by default each instance's session
+ * gets its share of the cores (cores / instances of the model, at least 1), so that the
+ * instances together fit the cores: the best throughput under load. nereid's own key
+ * `intra_op_worker_nice` (0..19, default 0) trades some of it for latency at low load:
+ * above 0, every session gets a pool over all cores whose workers run at that nice value,
+ * while the thread that calls Run keeps normal priority. One request in flight then runs
+ * on all cores; with as many requests as instances the callers own the cores and the
+ * workers get what is left. `intra_op_thread_count` overrides the size in both modes.
  */
 #include "ort_int.h"
 
@@ -15,6 +24,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +159,12 @@ nr_status_t *nr__ort_opts_parse(const nr_model_config_t *cfg, nr__ort_opts_t *o)
     st = param_int(cfg, "intra_op_thread_count", 0, &o->intra_op_threads);
     if (!st)
         st = param_int(cfg, "inter_op_thread_count", 0, &o->inter_op_threads);
+    if (!st)
+        st = param_int(cfg, "intra_op_worker_nice", 0, &o->worker_nice);
+    if (!st && (o->worker_nice < 0 || o->worker_nice > 19))
+        return nr_status_new(NR_INVALID_ARG,
+                             "intra_op_worker_nice must be between 0 and 19, got %d",
+                             o->worker_nice);
     o->device_alloc_for_init = nr__ort_param(cfg, "session.use_device_allocator_for_initializers");
     o->arena_shrinkage = nr__ort_param(cfg, "memory.enable_memory_arena_shrinkage");
     if (!st)
@@ -403,18 +423,75 @@ static nr_status_t *append_cpu_providers(OrtSessionOptions *so, const nr__ort_op
         nr__ort_api()->SessionOptionsAppendExecutionProvider(so, "OpenVINO", keys, vals, 1));
 }
 
+/* ---- intra-op workers at background priority ---- */
+
+typedef struct {
+    OrtThreadWorkerFn fn;
+    void *param;
+    int nice;
+    pthread_t thread;
+} worker_t;
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    pthread_setname_np(pthread_self(), "ort-intra");
+    /* Linux keeps a nice value per thread; raising it needs no privilege. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice) != 0)
+        NR_LOG_WARN("could not lower the priority of an intra-op thread: %s", strerror(errno));
+    w->fn(w->param);
+    return NULL;
+}
+
+/* ORT calls these from the loading thread when it builds (and tears down) a session's
+ * intra-op pool; returning NULL makes ORT fail the session with an error. */
+static OrtCustomThreadHandle create_worker(void *opts, OrtThreadWorkerFn fn, void *param)
+{
+    worker_t *w = nr_calloc(1, sizeof(*w));
+    w->fn = fn;
+    w->param = param;
+    w->nice = (int)(intptr_t)opts;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        free(w);
+        return NULL;
+    }
+    return (OrtCustomThreadHandle)w;
+}
+
+static void join_worker(OrtCustomThreadHandle h)
+{
+    worker_t *w = (worker_t *)h;
+    pthread_join(w->thread, NULL);
+    free(w);
+}
+
+int nr__ort_intra_threads(const nr__ort_opts_t *o, const nr_instance_info_t *info)
+{
+    if (o->intra_op_threads > 0)
+        return o->intra_op_threads;
+    return o->worker_nice > 0 && info->cpu_count > 0 ? info->cpu_count : info->intra_op_threads;
+}
+
 static nr_status_t *set_threads_and_memory(OrtSessionOptions *so, const nr__ort_opts_t *o,
                                            const nr_instance_info_t *info)
 {
     const OrtApi *api = nr__ort_api();
     const char *spin = o->allow_spinning ? "1" : "0";
-    int intra = o->intra_op_threads > 0 ? o->intra_op_threads : info->intra_op_threads;
+    int intra = nr__ort_intra_threads(o, info);
     nr_status_t *st = nr__ort_status(api->SetSessionGraphOptimizationLevel(so, o->graph_level));
     if (!st)
         st = nr__ort_status(api->SetSessionExecutionMode(
             so, o->execution_mode == 0 ? ORT_SEQUENTIAL : ORT_PARALLEL));
     if (!st && intra > 0)
         st = nr__ort_status(api->SetIntraOpNumThreads(so, intra));
+    if (!st && o->worker_nice > 0 && intra > 1) {
+        st = nr__ort_status(api->SessionOptionsSetCustomCreateThreadFn(so, create_worker));
+        if (!st)
+            st = nr__ort_status(api->SessionOptionsSetCustomThreadCreationOptions(
+                so, (void *)(intptr_t)o->worker_nice));
+        if (!st)
+            st = nr__ort_status(api->SessionOptionsSetCustomJoinThreadFn(so, join_worker));
+    }
     if (!st && o->inter_op_threads > 0)
         st = nr__ort_status(api->SetInterOpNumThreads(so, o->inter_op_threads));
     if (!st)
