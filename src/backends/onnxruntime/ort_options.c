@@ -26,13 +26,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 const char *nr__ort_param(const nr_model_config_t *cfg, const char *key)
 {
