@@ -186,7 +186,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d $(wildcard $(BUILD)/obj/tests/*/*.d)
 
 $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
 	@mkdir -p $(dir $@)

@@ -11,12 +11,14 @@ void nr_stats_init(nr_stats_t *s, uint32_t max_batch_size)
     memset(s, 0, sizeof(*s));
     s->n_batch = max_batch_size + 1;
     s->batch = nr_calloc(s->n_batch, sizeof(nr_stat_batch_t));
+    pthread_mutex_init(&s->group, NULL);
 }
 
 void nr_stats_destroy(nr_stats_t *s)
 {
     free(s->batch);
     s->batch = NULL;
+    pthread_mutex_destroy(&s->group);
 }
 
 static nr_dur_snap_t snap(const nr_stat_dur_t *d)
@@ -28,7 +30,10 @@ static nr_dur_snap_t snap(const nr_stat_dur_t *d)
 
 void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *o)
 {
+    pthread_mutex_t *group = (pthread_mutex_t *)&s->group;
     memset(o, 0, sizeof(*o));
+    o->batch = nr_calloc(s->n_batch, sizeof(nr_batch_snap_t));
+    pthread_mutex_lock(group);
     o->last_inference_ms = atomic_load_explicit(&s->last_inference_ms, memory_order_relaxed);
     o->inference_count = atomic_load_explicit(&s->inference_count, memory_order_relaxed);
     o->execution_count = atomic_load_explicit(&s->execution_count, memory_order_relaxed);
@@ -40,13 +45,13 @@ void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *o)
     o->compute_output = snap(&s->compute_output);
     o->cache_hit = snap(&s->cache_hit);
     o->cache_miss = snap(&s->cache_miss);
-    o->batch = nr_calloc(s->n_batch, sizeof(nr_batch_snap_t));
     for (uint32_t b = 0; b < s->n_batch; b++) {
         nr_batch_snap_t bs = {b, snap(&s->batch[b].compute_input), snap(&s->batch[b].compute_infer),
                               snap(&s->batch[b].compute_output)};
         if (bs.compute_infer.count)
             o->batch[o->n_batch++] = bs;
     }
+    pthread_mutex_unlock(group);
 }
 
 void nr_stats_snap_free(nr_stats_snap_t *snap)

@@ -1,11 +1,16 @@
 /* stats.h - per-model-version statistics (Triton's statistics extension).
  * Counters are atomics updated by instance threads and the submitting thread
- * with relaxed ordering; readers take a snapshot (values may be momentarily
- * inconsistent with each other, as Triton's are).
+ * with relaxed ordering. The counters one execution adds (success, queue, the
+ * three compute durations, inference and execution counts, the batch entry)
+ * are added under `group` and snapshots read under it too, so a reader never
+ * sees a request's compute_infer counted without its compute_output:
+ * perf_analyzer aborts on unequal compute counts ("Server side statistics
+ * compute counts must be the same"). A lone failure count needs no lock.
  */
 #ifndef NR_STATS_H
 #define NR_STATS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -23,6 +28,7 @@ typedef struct nr_stats_s {
     nr_stat_dur_t cache_hit, cache_miss;
     nr_stat_batch_t *batch; /* [max_batch_size + 1], indexed by batch size */
     uint32_t n_batch;
+    pthread_mutex_t group; /* one execution's additions vs. a snapshot */
 } nr_stats_t;
 
 typedef struct { uint64_t count, ns; } nr_dur_snap_t;
@@ -40,6 +46,7 @@ typedef struct {
 
 void nr_stats_init(nr_stats_t *s, uint32_t max_batch_size);
 void nr_stats_destroy(nr_stats_t *s);
+/* Reads the counters; takes `group` (the lock is not part of the value, hence const). */
 void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *out);
 void nr_stats_snap_free(nr_stats_snap_t *snap);
 

@@ -8,6 +8,7 @@
 #include "test_backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -303,6 +304,75 @@ NR_TEST(inline_execution_on_idle_instance)
     EXPECT_EQ_INT(s.success.count, s.execution_count);
     nr_stats_snap_free(&s);
     EXPECT_EQ_INT(nr_model_inflight(m), 0);
+    unload_model(m);
+}
+
+/* A snapshot never splits one execution's counters: perf_analyzer aborts when the
+ * compute counts it reads differ. A reader snapshots in a loop while two threads
+ * keep requests running on two instances. */
+typedef struct {
+    nr_model_t *m;
+    atomic_bool stop;
+    long snapshots, split;
+} snap_reader_t;
+
+static void *snap_loop(void *arg)
+{
+    snap_reader_t *rd = arg;
+    while (!atomic_load(&rd->stop)) {
+        nr_stats_snap_t s;
+        nr_stats_snapshot(&rd->m->stats, &s);
+        uint64_t in_batches = 0;
+        for (uint32_t b = 0; b < s.n_batch; b++)
+            in_batches += s.batch[b].compute_infer.count;
+        if (s.compute_input.count != s.compute_infer.count ||
+            s.compute_infer.count != s.compute_output.count ||
+            s.success.count != s.compute_infer.count || s.inference_count != s.success.count ||
+            in_batches != s.execution_count)
+            rd->split++;
+        rd->snapshots++;
+        nr_stats_snap_free(&s);
+    }
+    return NULL;
+}
+
+static void *submit_loop(void *arg)
+{
+    nr_model_t *m = arg;
+    int32_t buf[16] = {0};
+    for (int i = 0; i < 3000; i++) {
+        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        nr_req_t *r = good_req(m, &w, buf);
+        if (nr_model_submit(m, r))
+            abort();
+        wait_done(&w, 1);
+        nr_req_free(r);
+    }
+    return NULL;
+}
+
+NR_TEST(statistics_snapshot_is_consistent_under_load)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg), "%s instance_group [ { count: 2 kind: KIND_CPU } ]", SIMPLE);
+    nr_model_t *m = load_model(cfg);
+    ASSERT_TRUE(m != NULL);
+    gate_open_all();
+    snap_reader_t rd = {.m = m};
+    pthread_t reader, sub[2];
+    pthread_create(&reader, NULL, snap_loop, &rd);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&sub[i], NULL, submit_loop, m);
+    for (int i = 0; i < 2; i++)
+        pthread_join(sub[i], NULL);
+    atomic_store(&rd.stop, true);
+    pthread_join(reader, NULL);
+    EXPECT_TRUE(rd.snapshots > 0);
+    EXPECT_EQ_INT(rd.split, 0);
+    nr_stats_snap_t s;
+    nr_stats_snapshot(&m->stats, &s);
+    EXPECT_EQ_INT(s.success.count, 6000);
+    nr_stats_snap_free(&s);
     unload_model(m);
 }
 
