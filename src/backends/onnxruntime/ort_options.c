@@ -435,7 +435,6 @@ typedef struct {
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    pthread_setname_np(pthread_self(), "ort-intra");
     /* Linux keeps a nice value per thread; raising it needs no privilege. */
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice) != 0)
         NR_LOG_WARN("could not lower the priority of an intra-op thread: %s", strerror(errno));
@@ -455,6 +454,7 @@ static OrtCustomThreadHandle create_worker(void *opts, OrtThreadWorkerFn fn, voi
         free(w);
         return NULL;
     }
+    pthread_setname_np(w->thread, "ort-intra");
     return (OrtCustomThreadHandle)w;
 }
 
