@@ -14,7 +14,7 @@ callgrind counts once per byte although the CPU stores 32 or more bytes a cycle.
 """
 import collections, glob, http.client, json, os, re, shutil, subprocess, sys, tempfile, time
 
-from benchlib import NEREID, REPO, stop_server
+from benchlib import NEREID, REPO, stop_server, wait_live
 
 PORT = 18595
 
@@ -70,7 +70,6 @@ def instructions_per_request(tmp, n=1000):
                           "--http-address=127.0.0.1"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        from benchlib import wait_live
         wait_live(PORT, p, 600, "/v2/health/ready")
         body = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
                                        "data": [i / 10 for i in range(16)]}]}).encode()

@@ -19,8 +19,8 @@ median of the per-round ratios is reported, since this machine is shared and noi
 import json, os, re, shutil, signal, statistics, struct, subprocess, sys, tempfile, time
 import http.client
 
-from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, cnn_lua, ort_direct, start_server,
-                      stop_server, wrk, write_lua)
+from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, cnn_lua, cnn_request, ort_direct,
+                      start_server, stop_server, wrk, write_lua)
 import callgrind
 
 NR_PORT, NGX_PORT, STARTUP_PORT = 18500, 18580, 18590
@@ -92,7 +92,6 @@ def startup_rows(tmp):
 def outside_compute_rows():
     """Server time outside compute for one 1x3x224x224 FP32 binary request: the statistics'
     request time minus compute_infer, over 40 sequential requests."""
-    from benchlib import cnn_request
     print("\nserver time outside compute, one CNN request at a time (binary tensors)")
     for model, inp, shape in CNNS:
         body, headers = cnn_request(model, inp, shape)

@@ -54,25 +54,20 @@ const char *nr_inst_name(const nr_instance_t *inst)
     return inst->name;
 }
 
-static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b, uint64_t t_exec,
-                   uint64_t t_end)
+/* Adds one execution to the statistics; the caller holds the stats' group lock. */
+static void add_execution(nr_stats_t *s, nr_req_t **reqs, size_t n, const nr_batch_t *b,
+                          uint64_t t_exec, uint64_t t_end)
 {
-    nr_stats_t *s = &m->stats;
     uint64_t in_ns = b->input_end_ns - t_exec, infer_ns = b->infer_end_ns - b->input_end_ns;
     uint64_t out_ns = t_end - b->infer_end_ns;
     bool any_ok = false;
-    for (size_t i = 0; i < n; i++)
-        if (reqs[i]->status)
-            nr_stat_add(&s->fail, t_end - reqs[i]->t_start_ns);
-        else
-            any_ok = true;
-    if (!any_ok)
-        return;
-    pthread_mutex_lock(&s->group);
     for (size_t i = 0; i < n; i++) {
         nr_req_t *r = reqs[i];
-        if (r->status)
+        if (r->status) {
+            nr_stat_add(&s->fail, t_end - r->t_start_ns);
             continue;
+        }
+        any_ok = true;
         nr_stat_add(&s->success, t_end - r->t_start_ns);
         nr_stat_add(&s->queue, t_exec - r->t_queue_ns);
         nr_stat_add(&s->compute_input, in_ns);
@@ -80,6 +75,8 @@ static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b
         nr_stat_add(&s->compute_output, out_ns);
         atomic_fetch_add_explicit(&s->inference_count, r->batch_size, memory_order_relaxed);
     }
+    if (!any_ok)
+        return;
     atomic_fetch_add_explicit(&s->execution_count, 1, memory_order_relaxed);
     atomic_store_explicit(&s->last_inference_ms, nr_wall_ms(), memory_order_relaxed);
     if (b->total_batch_size < s->n_batch) {
@@ -88,7 +85,14 @@ static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b
         nr_stat_add(&bs->compute_infer, infer_ns);
         nr_stat_add(&bs->compute_output, out_ns);
     }
-    pthread_mutex_unlock(&s->group);
+}
+
+static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b, uint64_t t_exec,
+                   uint64_t t_end)
+{
+    pthread_mutex_lock(&m->stats.group);
+    add_execution(&m->stats, reqs, n, b, t_exec, t_end);
+    pthread_mutex_unlock(&m->stats.group);
 }
 
 static void run_batch(nr_instance_t *inst, size_t n)

@@ -36,11 +36,6 @@ struct nr_model_s {
     bool allow_inline;
 };
 
-typedef struct {
-    int cpu_count;     /* cores available to the process */
-    int total_instances; /* over all models, for thread sizing */
-} nr_model_env_t;
-
 /* Loads a version: backend model_load, instances (threads named after them),
  * scheduler. On failure returns the error; the caller marks it UNAVAILABLE. */
 NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,

@@ -5,7 +5,7 @@
  * are added under `group` and snapshots read under it too, so a reader never
  * sees a request's compute_infer counted without its compute_output:
  * perf_analyzer aborts on unequal compute counts ("Server side statistics
- * compute counts must be the same"). A lone failure count needs no lock.
+ * compute counts must be the same"). A failure outside an execution needs no lock.
  */
 #ifndef NR_STATS_H
 #define NR_STATS_H

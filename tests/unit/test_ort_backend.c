@@ -905,6 +905,19 @@ NR_TEST(error_optional_with_batching)
     free(path);
 }
 
+/* Runs one [1,2] FP32 request through a loaded identity_fp32 and checks the echo. */
+static void expect_identity_echo(loaded_t *l, float a, float b)
+{
+    float v[2] = {a, b};
+    titem_t t, *items[] = {&t};
+    titem(&t, 1, 1, 1, (uint32_t[]){0});
+    tin(&t, 0, "INPUT0", NR_TYPE_FP32, 1, 2, v, sizeof(v));
+    nr_batch_t batch;
+    ASSERT_OK(run(l->inst, items, 1, &batch));
+    EXPECT_TRUE(memcmp(t.out[0].data, v, sizeof(v)) == 0);
+    done(&t);
+}
+
 NR_TEST(error_parameters)
 {
     char *path = model_file("identity_fp32");
@@ -931,14 +944,7 @@ NR_TEST(error_parameters)
                      " { key: \"memory.enable_memory_arena_shrinkage\" value { string_value: \"cpu:0\" } } ]\n"
                      "optimization { graph { level: 2 } }",
                      path, &l));
-    float v[2] = {7, 8};
-    titem_t t, *items[] = {&t};
-    titem(&t, 1, 1, 1, (uint32_t[]){0});
-    tin(&t, 0, "INPUT0", NR_TYPE_FP32, 1, 2, v, sizeof(v));
-    nr_batch_t batch;
-    ASSERT_OK(run(l.inst, items, 1, &batch));
-    EXPECT_TRUE(memcmp(t.out[0].data, v, sizeof(v)) == 0);
-    done(&t);
+    expect_identity_echo(&l, 7, 8);
     unload(&l);
     free(path);
 }
@@ -1019,14 +1025,7 @@ NR_TEST(intra_op_worker_nice)
     }
     EXPECT_EQ_INT(workers, 2);
     EXPECT_TRUE(all_nice);
-    float v[2] = {1, 2};
-    titem_t t, *items[] = {&t};
-    titem(&t, 1, 1, 1, (uint32_t[]){0});
-    tin(&t, 0, "INPUT0", NR_TYPE_FP32, 1, 2, v, sizeof(v));
-    nr_batch_t batch;
-    ASSERT_OK(run(l.inst, items, 1, &batch));
-    EXPECT_TRUE(memcmp(t.out[0].data, v, sizeof(v)) == 0);
-    done(&t);
+    expect_identity_echo(&l, 1, 2);
     unload(&l);
     EXPECT_EQ_INT(count_workers(19, &all_nice), 0);
     free(path);
