@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks in bench/: start a server, drive it with wrk, call the
 direct ONNX Runtime baseline. Benchmarks print figures; they assert nothing."""
-import http.client, json, os, re, signal, subprocess, sys, time
+import http.client, json, os, re, resource, signal, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NEREID = os.path.join(ROOT, "build/bin/nereid")
@@ -75,6 +75,24 @@ def wrk(port, path, lua, conns, seconds):
                           "-s", lua, f"http://127.0.0.1:{port}{path}"],
                          capture_output=True, text=True, check=True).stdout
     return parse_wrk(out)
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds process `pid` has used so far, its finished threads included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_cpu(port, path, lua, conns, seconds, server_pid):
+    """wrk() plus the CPU seconds the server and wrk itself used during the run:
+    (requests/s, p50 us, p99 us, server CPU s, client CPU s)."""
+    def children():
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+    s0, w0 = cpu_seconds(server_pid), children()
+    r = wrk(port, path, lua, conns, seconds)
+    return (*r, cpu_seconds(server_pid) - s0, children() - w0)
 
 
 def cnn_request(model, inp, shape):

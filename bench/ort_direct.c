@@ -2,7 +2,10 @@
  * through ONNX Runtime's C API directly, in-process, with the session options
  * nereid's ORT backend uses by default (sequential execution, spinning off,
  * intra-op threads as given), from N threads each owning one session, in a
- * closed loop. Prints one line: "infer_per_sec=<x> p50_us=<y> p99_us=<z>".
+ * closed loop; the timed loops start together, once every session is loaded
+ * and has run three warm-up inferences. Prints one line: "infer_per_sec=<x>
+ * p50_us=<y> p99_us=<z> cpu_us_per_infer=<w>", w being the process's CPU time
+ * over the timed loops divided by the inferences they ran.
  * POOL "global" gives every session one process-wide intra-op pool of INTRA_OP
  * threads (ORT's global thread pools) instead of a pool per session; "nice"
  * keeps a pool per session whose workers run at nice 19, as nereid's
@@ -56,6 +59,7 @@ static void join_worker(OrtCustomThreadHandle h)
     free(w);
 }
 static double seconds;
+static pthread_barrier_t loaded;
 
 typedef struct {
     double *lat_us;
@@ -126,12 +130,13 @@ static void *runner(void *arg)
     check(ort->CreateTensorWithDataAsOrtValue(mi, data, count * sizeof(float), dims, nd,
                                               ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &in));
     const char *in_names[] = {in_name}, *out_names[] = {out_name};
-    double end = now_s() + seconds;
     for (int warm = 0; warm < 3; warm++) {
         OrtValue *out = NULL;
         check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out));
         ort->ReleaseValue(out);
     }
+    pthread_barrier_wait(&loaded); /* every session loaded and warm: the timed loops start together */
+    double end = now_s() + seconds;
     while (now_s() < end) {
         double t0 = now_s();
         OrtValue *out = NULL;
@@ -187,25 +192,32 @@ int main(int argc, char **argv)
     pthread_t th[64];
     result_t res[64];
     memset(res, 0, sizeof(res));
-    double t0 = now_s();
-    for (int i = 0; i < threads && i < 64; i++)
+    if (threads > 64)
+        threads = 64;
+    pthread_barrier_init(&loaded, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++)
         pthread_create(&th[i], NULL, runner, &res[i]);
+    pthread_barrier_wait(&loaded);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     size_t total = 0;
-    for (int i = 0; i < threads && i < 64; i++) {
+    for (int i = 0; i < threads; i++) {
         pthread_join(th[i], NULL);
         total += res[i].n;
     }
-    (void)t0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu_us = (c1.tv_sec - c0.tv_sec) * 1e6 + (c1.tv_nsec - c0.tv_nsec) / 1e3;
     double *all = malloc((total + 1) * sizeof(double));
     size_t k = 0;
-    for (int i = 0; i < threads && i < 64; i++) {
+    for (int i = 0; i < threads; i++) {
         memcpy(all + k, res[i].lat_us, res[i].n * sizeof(double));
         k += res[i].n;
         free(res[i].lat_us);
     }
     qsort(all, total, sizeof(double), cmp_d);
-    printf("infer_per_sec=%.2f p50_us=%.0f p99_us=%.0f\n", total * batch / seconds,
-           total ? all[total / 2] : 0.0, total ? all[(size_t)(total * 0.99)] : 0.0);
+    printf("infer_per_sec=%.2f p50_us=%.0f p99_us=%.0f cpu_us_per_infer=%.0f\n",
+           total * batch / seconds, total ? all[total / 2] : 0.0,
+           total ? all[(size_t)(total * 0.99)] : 0.0, total ? cpu_us / (total * batch) : 0.0);
     free(all);
     ort->ReleaseEnv(env);
     return 0;

@@ -21,7 +21,8 @@ Prints a markdown table; asserts nothing.
 """
 import os, shutil, statistics, tempfile, time
 
-from benchlib import CNNS, REPO, cnn_lua, ort_direct, start_server, stop_server, wrk
+from benchlib import (CNNS, REPO, cnn_lua, cpu_seconds, ort_direct, start_server, stop_server,
+                      wrk)
 
 PORT = 18620
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
@@ -54,12 +55,6 @@ def write_repo(root, tag, instances, intra, spin, nice):
         with open(os.path.join(d, "config.pbtxt"), "w") as f:
             f.write(cfg)
     return repo
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
