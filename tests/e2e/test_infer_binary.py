@@ -2,6 +2,7 @@
 input and output, raw (header length 0) requests, FP16/BF16, BYTES, and the recorded binary
 exchanges byte for byte (JSON header, Inference-Header-Content-Length, tensor bytes)."""
 
+import http.client
 import itertools
 import struct
 import zlib
@@ -11,7 +12,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from e2e_util import (assert_error, assert_matches_recorded, binary_request, bf16_bits,
+from e2e_util import (assert_error, assert_matches_recorded, binary_request, bf16_bits, compact,
                       bytes_tensor, ort_run, post, replay, split_binary_response)
 from models import DTYPE_MODELS
 
@@ -261,6 +262,36 @@ def test_binary_input_out_of_order_chunks(main_server):
     header, outs = split_binary_response(r)
     assert [o["name"] for o in header["outputs"]] == ["OUTPUT1"]
     assert outs["OUTPUT1"] == (a - b).tobytes()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_binary_input_after_every_header_length(main_server, chunked):
+    """The server leaves room before a body so that the tensor after the JSON header starts
+    aligned and ONNX Runtime reads it in place. Every header length mod 16, a tensor of 160 KB
+    (many reads; chunked bodies grow their buffer), one keep-alive connection: the bytes must
+    come back exactly."""
+    x = np.random.default_rng(RNG_SEED).standard_normal((1, 40000)).astype(np.float32)
+    conn = http.client.HTTPConnection("127.0.0.1", main_server.port, timeout=30)
+    try:
+        for pad in range(16):
+            head = compact({"inputs": [{"name": "INPUT0", "shape": [1, 40000], "datatype": "FP32",
+                                        "parameters": {"binary_data_size": x.nbytes}}],
+                            "parameters": {"binary_data_output": True}}).encode() + b" " * pad
+            body, hdrs = binary_request(head, [x.tobytes()])
+            if chunked:
+                conn.request("POST", "/v2/models/identity_fp32/infer",
+                             body=(body[i:i + 50000] for i in range(0, len(body), 50000)),
+                             headers=dict(hdrs, **{"Transfer-Encoding": "chunked"}),
+                             encode_chunked=True)
+            else:
+                conn.request("POST", "/v2/models/identity_fp32/infer", body=body, headers=hdrs)
+            r = conn.getresponse()
+            data = r.read()
+            assert r.status == 200, (pad, data[:200])
+            hlen = int(r.getheader("Inference-Header-Content-Length"))
+            assert data[hlen:] == x.tobytes(), f"header of {len(head)} bytes"
+    finally:
+        conn.close()
 
 
 def test_zero_size_binary_output(main_server):

@@ -547,4 +547,21 @@ NR_TEST(compression)
                   "failed to decompress the request body: unexpected end of data");
 }
 
+/* ---- body placement --------------------------------------------------------- */
+
+NR_TEST(body_lead_aligns_the_binary_data)
+{
+    EXPECT_EQ_U64(nr_http_body_lead(NULL), 0);
+    EXPECT_EQ_U64(nr_http_body_lead("0"), 0);
+    EXPECT_EQ_U64(nr_http_body_lead("not a number"), 0); /* refused later by the handler */
+    EXPECT_EQ_U64(nr_http_body_lead("160"), 0);
+    EXPECT_EQ_U64(nr_http_body_lead("166"), 10);
+    for (unsigned h = 1; h < 64; h++) {
+        char v[8];
+        snprintf(v, sizeof(v), "%u", h);
+        size_t lead = nr_http_body_lead(v);
+        EXPECT_TRUE(lead < 16 && (lead + h) % 16 == 0);
+    }
+}
+
 NR_TEST_MAIN()

@@ -587,7 +587,7 @@ void nr_http_infer_free(nr_http_infer_t *inf)
     for (size_t i = 0; i < inf->n_extra; i++)
         free(inf->extra[i]);
     free(inf->extra);
-    free(inf->body);
+    free(inf->body_mem ? inf->body_mem : inf->body);
     free(inf->out_flags);
     free(inf->class_n);
     nr_buf_free(&inf->header);
@@ -629,13 +629,14 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         r->accept_encoding_hint = true;
         return;
     }
-    char *body;
+    char *body, *mem = NULL;
     size_t len;
     if (enc == NR_ENC_IDENTITY) {
-        body = q->body_owned;
+        mem = q->body_owned; /* holds q->body, aligned by nr_http_body_lead */
+        body = (char *)q->body;
         len = q->body_len;
         q->body_owned = NULL;
-        if (body == NULL) {
+        if (mem == NULL) {
             body = nr_malloc(len ? len : 1);
             if (len)
                 memcpy(body, q->body, len);
@@ -649,6 +650,7 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     }
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->srv = s;
+    inf->body_mem = mem;
     st = nr_http_infer_parse(inf, m, body, len, q->infer_header_len);
     if (st == NULL) {
         pthread_mutex_init(&inf->mu, NULL);

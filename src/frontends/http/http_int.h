@@ -44,7 +44,8 @@ typedef struct {
     int64_t version;                     /* route's <v>; -1 if none */
     bool has_repo;                       /* /v2/repository/<r>/...: a repository name */
     const char *body; size_t body_len;   /* the body as received (not inflated) */
-    char *body_owned;                    /* malloc'd body; a handler may take it (set NULL) */
+    char *body_owned;  /* malloc'd block holding body (which may start inside it) or NULL;
+                          a handler may take it (set NULL) */
     const char *content_encoding;        /* header values or NULL */
     const char *accept_encoding;
     const char *infer_header_len;        /* Inference-Header-Content-Length */
@@ -96,12 +97,20 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *r
 void nr_http_server_free(nr_http_server_t *s);
 
 /* One complete request, without sockets: routes (method, url) and runs the
- * handler, which fills r. *body is a malloc'd body or NULL; when the handler
- * takes it *body becomes NULL, otherwise the caller still owns it. The body
+ * handler, which fills r. *mem is NULL or a malloc'd block holding `lead`
+ * unused bytes and then the body (see nr_http_body_lead); when the handler
+ * takes it *mem becomes NULL, otherwise the caller still owns it. The body
  * size limit (--http-max-input-size) is enforced before this, while the body
  * is received. */
 void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
-                    const nr_http_headers_t *h, char **body, size_t body_len, nr_http_resp_t *r);
+                    const nr_http_headers_t *h, char **mem, size_t lead, size_t body_len,
+                    nr_http_resp_t *r);
+
+/* Bytes to leave unused before a body whose Inference-Header-Content-Length is
+ * `ihcl` (NULL: none), so that its binary data, which follows the JSON header,
+ * starts 16-byte aligned in a malloc'd block: ONNX Runtime can then read a
+ * tensor in place instead of the backend copying it to an aligned buffer. */
+size_t nr_http_body_lead(const char *ihcl);
 
 /* ---- http_jparse.c: request JSON (rapidjson-compatible DOM) --------------- */
 
@@ -204,8 +213,9 @@ typedef struct nr_http_infer_s {
     nr_model_t *model;
     nr_req_t *req;
     nr_json_doc_t *doc;  /* the JSON header: input names may be views into it */
-    char *body;          /* owned body (inflated or as received); binary inputs view it */
+    char *body;          /* the body (inflated or as received); binary inputs view it */
     size_t body_len;
+    char *body_mem;      /* owned allocation that holds body, or NULL: body itself is */
     char **bufs; size_t n_bufs; /* converted JSON input data (one per input), raw BYTES */
     bool raw;            /* header length 0: the body is the single input */
     bool default_binary; /* for outputs not listed: binary_data_output / raw */
@@ -222,7 +232,8 @@ typedef struct nr_http_infer_s {
 } nr_http_infer_t;
 
 /* Parses an infer body into inf->req (not yet submitted). Takes ownership of
- * `body` (malloc'd; binary inputs are views into it). `ihcl` is the
+ * `body` (malloc'd; binary inputs are views into it), or of inf->body_mem, the
+ * malloc'd block that holds `body`, when the caller has set it. `ihcl` is the
  * Inference-Header-Content-Length header value or NULL. Works without a
  * socket: this is the fuzzing entry point (bytes + headers in -> nr_req_t or
  * error). On error inf may be partly filled; nr_http_infer_free(inf) cleans

@@ -94,8 +94,9 @@ typedef struct {
     bool body_wanted;
     bool responded;     /* a response is already queued */
     uint64_t too_large; /* bytes seen once the body passed the limit; 0 = fine */
-    char *body;
-    size_t len, cap;
+    char *mem;          /* malloc'd: lead unused bytes, then the body */
+    size_t lead;        /* nr_http_body_lead() of this request */
+    size_t len, cap;    /* body bytes received and room for them (after lead) */
 } conn_req_t;
 
 /* ---- routing ---------------------------------------------------------------- */
@@ -327,8 +328,8 @@ static enum MHD_Result too_large(nr_http_server_t *s, struct MHD_Connection *c, 
              "(--http-max-input-size)",
              n, (unsigned long long)s->opts.max_input_size);
     rq->responded = true;
-    free(rq->body);
-    rq->body = NULL;
+    free(rq->mem);
+    rq->mem = NULL;
     rq->len = rq->cap = 0;
     return send_error(c, 400, msg);
 }
@@ -346,14 +347,15 @@ static enum MHD_Result first_call(nr_http_server_t *s, struct MHD_Connection *c,
     match_t m = route(url);
     rq->body_wanted = m.id != R_NONE && strcmp(method, routes[m.id].method) == 0 &&
                       routes[m.id].body;
+    rq->lead = nr_http_body_lead(header(c, "Inference-Header-Content-Length"));
     const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl != NULL) {
         unsigned long long n = strtoull(cl, NULL, 10);
         if (n > s->opts.max_input_size)
             return too_large(s, c, rq, n);
         if (rq->body_wanted && n > 0) {
-            rq->body = malloc((size_t)n);
-            if (rq->body == NULL) {
+            rq->mem = malloc(rq->lead + (size_t)n);
+            if (rq->mem == NULL) {
                 rq->responded = true;
                 return send_error(c, 503, "unable to allocate the request body");
             }
@@ -373,8 +375,8 @@ static enum MHD_Result upload(nr_http_server_t *s, struct MHD_Connection *c, con
         return MHD_YES;
     if (rq->too_large > 0 || n > s->opts.max_input_size - rq->len) {
         if (rq->too_large == 0) {
-            free(rq->body);
-            rq->body = NULL;
+            free(rq->mem);
+            rq->mem = NULL;
             rq->cap = 0;
             rq->too_large = rq->len;
         }
@@ -387,25 +389,34 @@ static enum MHD_Result upload(nr_http_server_t *s, struct MHD_Connection *c, con
             cap *= 2;
         if (cap > s->opts.max_input_size)
             cap = (size_t)s->opts.max_input_size;
-        char *nb = realloc(rq->body, cap);
+        char *nb = realloc(rq->mem, rq->lead + cap); /* keeps malloc's 16-byte alignment */
         if (nb == NULL) {
             rq->too_large = rq->len + n; /* refused at the end like a big body */
-            free(rq->body);
-            rq->body = NULL;
+            free(rq->mem);
+            rq->mem = NULL;
             rq->cap = 0;
             return MHD_YES;
         }
-        rq->body = nb;
+        rq->mem = nb;
         rq->cap = cap;
     }
-    memcpy(rq->body + rq->len, data, n);
+    memcpy(rq->mem + rq->lead + rq->len, data, n);
     rq->len += n;
     return MHD_YES;
 }
 
 /* Routes one complete request and runs its handler; see http_int.h. */
+size_t nr_http_body_lead(const char *ihcl)
+{
+    if (ihcl == NULL)
+        return 0;
+    unsigned long long v = strtoull(ihcl, NULL, 10); /* garbage: 0, refused by the handler */
+    return (size_t)((16 - v % 16) % 16);
+}
+
 void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
-                    const nr_http_headers_t *h, char **body, size_t body_len, nr_http_resp_t *r)
+                    const nr_http_headers_t *h, char **mem, size_t lead, size_t body_len,
+                    nr_http_resp_t *r)
 {
     match_t m = route(url);
     if (m.id == R_NONE) {
@@ -430,15 +441,15 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.model_len = m.model_len;
     q.version = m.version;
     q.has_repo = m.has_repo;
-    q.body = *body ? *body : "";
+    q.body = *mem ? *mem + lead : "";
     q.body_len = body_len;
-    q.body_owned = *body;
+    q.body_owned = *mem;
     q.content_encoding = h->content_encoding;
     q.accept_encoding = h->accept_encoding;
     q.infer_header_len = h->infer_header_len;
     routes[m.id].fn(s, &q, r);
     if (q.body_owned == NULL) /* the handler took the body */
-        *body = NULL;
+        *mem = NULL;
 }
 
 /* The body is complete: route again (the views point into this call's url)
@@ -453,8 +464,8 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
         .accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING),
         .infer_header_len = header(c, "Inference-Header-Content-Length"),
     };
-    nr_http_handle(s, method, url, &h, &rq->body, rq->len, &r);
-    if (rq->body == NULL)
+    nr_http_handle(s, method, url, &h, &rq->mem, rq->lead, rq->len, &r);
+    if (rq->mem == NULL)
         rq->len = rq->cap = 0;
     return send_resp(c, &r);
 }
@@ -489,7 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_req_t *rq = *con_cls;
     if (rq == NULL)
         return;
-    free(rq->body);
+    free(rq->mem);
     free(rq);
     *con_cls = NULL;
 }
