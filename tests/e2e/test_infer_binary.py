@@ -2,6 +2,7 @@
 input and output, raw (header length 0) requests, FP16/BF16, BYTES, and the recorded binary
 exchanges byte for byte (JSON header, Inference-Header-Content-Length, tensor bytes)."""
 
+import gzip
 import http.client
 import itertools
 import struct
@@ -264,12 +265,12 @@ def test_binary_input_out_of_order_chunks(main_server):
     assert outs["OUTPUT1"] == (a - b).tobytes()
 
 
-@pytest.mark.parametrize("chunked", [False, True])
-def test_binary_input_after_every_header_length(main_server, chunked):
-    """The server leaves room before a body so that the tensor after the JSON header starts
-    aligned and ONNX Runtime reads it in place. Every header length mod 16, a tensor of 160 KB
-    (many reads; chunked bodies grow their buffer), one keep-alive connection: the bytes must
-    come back exactly."""
+@pytest.mark.parametrize("mode", ["content-length", "chunked", "gzip"])
+def test_binary_input_after_every_header_length(main_server, mode):
+    """The server leaves room before a body (or its decompressed form) so that the tensor after
+    the JSON header starts aligned and ONNX Runtime reads it in place. Every header length mod
+    16, a tensor of 160 KB (many reads; chunked bodies grow their buffer), one keep-alive
+    connection: the bytes must come back exactly."""
     x = np.random.default_rng(RNG_SEED).standard_normal((1, 40000)).astype(np.float32)
     conn = http.client.HTTPConnection("127.0.0.1", main_server.port, timeout=30)
     try:
@@ -278,7 +279,9 @@ def test_binary_input_after_every_header_length(main_server, chunked):
                                         "parameters": {"binary_data_size": x.nbytes}}],
                             "parameters": {"binary_data_output": True}}).encode() + b" " * pad
             body, hdrs = binary_request(head, [x.tobytes()])
-            if chunked:
+            if mode == "gzip":
+                body, hdrs = gzip.compress(body), dict(hdrs, **{"Content-Encoding": "gzip"})
+            if mode == "chunked":
                 conn.request("POST", "/v2/models/identity_fp32/infer",
                              body=(body[i:i + 50000] for i in range(0, len(body), 50000)),
                              headers=dict(hdrs, **{"Transfer-Encoding": "chunked"}),

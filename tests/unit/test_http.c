@@ -383,7 +383,7 @@ NR_TEST(encode_json_and_binary)
     ASSERT_OK(nr_http_deflate(NR_ENC_GZIP, r.iov, r.n_iov, &z));
     char *plain;
     size_t plen;
-    ASSERT_OK(nr_http_inflate(z.data, z.len, 1 << 20, &plain, &plen));
+    ASSERT_OK(nr_http_inflate(z.data, z.len, 1 << 20, 0, &plain, &plen));
     EXPECT_EQ_U64(plen, strlen(hdr) + 8);
     free(plain);
     nr_buf_free(&z);
@@ -534,17 +534,23 @@ NR_TEST(compression)
     ASSERT_TRUE(compress(z, &zl, (const Bytef *)src, sizeof(src)) == Z_OK);
     char *out;
     size_t ol;
-    ASSERT_OK(nr_http_inflate((const char *)z, zl, 1 << 20, &out, &ol));
+    ASSERT_OK(nr_http_inflate((const char *)z, zl, 1 << 20, 0, &out, &ol));
     EXPECT_EQ_U64(ol, sizeof(src));
     EXPECT_TRUE(memcmp(out, src, ol) == 0);
     free(out);
+    /* the result after a lead of unused bytes, as an infer body wants it */
+    ASSERT_OK(nr_http_inflate((const char *)z, zl, 1 << 20, 10, &out, &ol));
+    EXPECT_EQ_U64(ol, sizeof(src));
+    EXPECT_TRUE(memcmp(out + 10, src, ol) == 0);
+    free(out);
     /* a bomb stops at the limit; garbage is an error, not an empty body */
-    EXPECT_STATUS(nr_http_inflate((const char *)z, zl, 1000, &out, &ol), NR_INVALID_ARG, NULL);
+    EXPECT_STATUS(nr_http_inflate((const char *)z, zl, 1000, 0, &out, &ol), NR_INVALID_ARG,
+                  NULL);
     EXPECT_NULL(out);
-    EXPECT_STATUS(nr_http_inflate("not gzip", 8, 1000, &out, &ol), NR_INVALID_ARG,
+    EXPECT_STATUS(nr_http_inflate("not gzip", 8, 1000, 0, &out, &ol), NR_INVALID_ARG,
                   "failed to decompress the request body: incorrect header check");
-    EXPECT_STATUS(nr_http_inflate((const char *)z, zl / 2, 1 << 20, &out, &ol), NR_INVALID_ARG,
-                  "failed to decompress the request body: unexpected end of data");
+    EXPECT_STATUS(nr_http_inflate((const char *)z, zl / 2, 1 << 20, 0, &out, &ol),
+                  NR_INVALID_ARG, "failed to decompress the request body: unexpected end of data");
 }
 
 /* ---- body placement --------------------------------------------------------- */

@@ -90,7 +90,8 @@ nr_http_enc_t nr_http_response_encoding(const char *ae)
     return best;
 }
 
-nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, char **out, size_t *out_len)
+nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, size_t lead, char **out,
+                             size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
@@ -102,7 +103,7 @@ nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, char **out,
     size_t cap = n < 4096 ? 4096 : n * 4;
     if (cap > max + 1)
         cap = (size_t)max + 1;
-    char *buf = malloc(cap ? cap : 1);
+    char *buf = malloc(lead + (cap ? cap : 1));
     if (buf == NULL) {
         inflateEnd(&zs);
         return nr_status_new(NR_INVALID_ARG, "unable to allocate %zu bytes to decompress the request body", cap);
@@ -122,7 +123,7 @@ nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, char **out,
                 break;
             }
             size_t ncap = cap * 2 > max + 1 ? (size_t)max + 1 : cap * 2;
-            char *nb = realloc(buf, ncap);
+            char *nb = realloc(buf, lead + ncap);
             if (nb == NULL) {
                 st = nr_status_new(NR_INVALID_ARG,
                                    "unable to allocate %zu bytes to decompress the request body",
@@ -136,7 +137,7 @@ nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, char **out,
         uInt chunk_out = cap - len > (1u << 30) ? (1u << 30) : (uInt)(cap - len);
         zs.next_in = (Bytef *)src;
         zs.avail_in = chunk_in;
-        zs.next_out = (Bytef *)buf + len;
+        zs.next_out = (Bytef *)buf + lead + len;
         zs.avail_out = chunk_out;
         rc = inflate(&zs, Z_NO_FLUSH);
         size_t used_in = chunk_in - zs.avail_in;

@@ -642,11 +642,13 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
                 memcpy(body, q->body, len);
         }
     } else {
-        st = nr_http_inflate(q->body, q->body_len, s->opts.max_input_size, &body, &len);
+        size_t lead = nr_http_body_lead(q->infer_header_len);
+        st = nr_http_inflate(q->body, q->body_len, s->opts.max_input_size, lead, &mem, &len);
         if (st != NULL) {
             nr_http_error(r, st);
             return;
         }
+        body = mem + lead;
     }
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->srv = s;

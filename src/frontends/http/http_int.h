@@ -196,9 +196,10 @@ nr_http_enc_t nr_http_request_encoding(const char *content_encoding);
 /* Accept-Encoding with q-weights: the best of identity / gzip / deflate. */
 nr_http_enc_t nr_http_response_encoding(const char *accept_encoding);
 /* Inflates gzip or zlib data (auto-detected); the result is at most `max`
- * bytes. On failure returns INVALID_ARG and *out is NULL. */
-NR_MUST_CHECK nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, char **out,
-                                           size_t *out_len);
+ * bytes and starts `lead` bytes into the malloc'd block *out (see
+ * nr_http_body_lead). On failure returns INVALID_ARG and *out is NULL. */
+NR_MUST_CHECK nr_status_t *nr_http_inflate(const char *in, size_t n, uint64_t max, size_t lead,
+                                           char **out, size_t *out_len);
 /* Compresses the concatenation of iov[] into out (gzip or zlib). */
 NR_MUST_CHECK nr_status_t *nr_http_deflate(nr_http_enc_t enc, const struct iovec *iov,
                                            size_t n_iov, nr_buf_t *out);
