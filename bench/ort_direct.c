@@ -135,7 +135,8 @@ static void *runner(void *arg)
         check(ort->Run(sess, NULL, in_names, (const OrtValue *const *)&in, 1, out_names, 1, &out));
         ort->ReleaseValue(out);
     }
-    pthread_barrier_wait(&loaded); /* every session loaded and warm: the timed loops start together */
+    /* every session loaded and warm: the timed loops start together */
+    pthread_barrier_wait(&loaded);
     double end = now_s() + seconds;
     while (now_s() < end) {
         double t0 = now_s();

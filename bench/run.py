@@ -134,7 +134,8 @@ def cnn_rows(tmp, srv):
         lua = cnn_lua(tmp, model, inp, shape)
         path = f"/v2/models/{model}/infer"
         onnx = os.path.join(REPO, model, "1/model.onnx")
-        p50_r, rps_r, cpu_r, srv_p50, srv_rps, srv_cpu, d_p50, d_rps, d_cpu = ([] for _ in range(9))
+        p50_r, rps_r, cpu_r, srv_p50, srv_rps, srv_cpu, d_p50, d_rps, d_cpu = (
+            [] for _ in range(9))
         d2 = ort_direct(onnx, 2, 1, SECS)
         for _ in range(ROUNDS):
             d1 = ort_direct(onnx, 1, 1, SECS)
@@ -161,8 +162,8 @@ def cnn_rows(tmp, srv):
         row(f"{model}: c=2 infer/s ({rounds_str(rps_r)})", f"{med(srv_rps):.1f}",
             f"direct ORT {med(d_rps):.1f}", med(rps_r), ">= 0.97", med(rps_r) >= 0.97)
         row(f"{model}: c=2 CPU per inference, server + wrk ({rounds_str(cpu_r)})",
-            f"{med(x[0] for x in srv_cpu) / 1e3:.2f} ms (server {med(x[1] for x in srv_cpu) / 1e3:.2f}"
-            f" + wrk {med(x[2] for x in srv_cpu) / 1e3:.2f})",
+            f"{med(x[0] for x in srv_cpu) / 1e3:.2f} ms (server "
+            f"{med(x[1] for x in srv_cpu) / 1e3:.2f} + wrk {med(x[2] for x in srv_cpu) / 1e3:.2f})",
             f"direct ORT {med(d_cpu) / 1e3:.2f} ms", med(cpu_r), "report")
 
 

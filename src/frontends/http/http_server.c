@@ -405,7 +405,7 @@ static enum MHD_Result upload(nr_http_server_t *s, struct MHD_Connection *c, con
     return MHD_YES;
 }
 
-/* Routes one complete request and runs its handler; see http_int.h. */
+/* See http_int.h. malloc's blocks are 16-byte aligned, realloc's too. */
 size_t nr_http_body_lead(const char *ihcl)
 {
     if (ihcl == NULL)
@@ -414,6 +414,7 @@ size_t nr_http_body_lead(const char *ihcl)
     return (size_t)((16 - v % 16) % 16);
 }
 
+/* Routes one complete request and runs its handler; see http_int.h. */
 void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
                     const nr_http_headers_t *h, char **mem, size_t lead, size_t body_len,
                     nr_http_resp_t *r)
