@@ -94,8 +94,9 @@ typedef struct {
     bool body_wanted;
     bool responded;     /* a response is already queued */
     uint64_t too_large; /* bytes seen once the body passed the limit; 0 = fine */
+    const char *ihcl;   /* Inference-Header-Content-Length, looked up once (MHD keeps it) */
     char *mem;          /* malloc'd: lead unused bytes, then the body */
-    size_t lead;        /* nr_http_body_lead() of this request */
+    size_t lead;        /* nr_http_body_lead(ihcl) */
     size_t len, cap;    /* body bytes received and room for them (after lead) */
 } conn_req_t;
 
@@ -347,7 +348,10 @@ static enum MHD_Result first_call(nr_http_server_t *s, struct MHD_Connection *c,
     match_t m = route(url);
     rq->body_wanted = m.id != R_NONE && strcmp(method, routes[m.id].method) == 0 &&
                       routes[m.id].body;
-    rq->lead = nr_http_body_lead(header(c, "Inference-Header-Content-Length"));
+    if (rq->body_wanted) { /* only routes with a body read the header */
+        rq->ihcl = header(c, "Inference-Header-Content-Length");
+        rq->lead = nr_http_body_lead(rq->ihcl);
+    }
     const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl != NULL) {
         unsigned long long n = strtoull(cl, NULL, 10);
@@ -463,7 +467,7 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
     nr_http_headers_t h = {
         .content_encoding = header(c, MHD_HTTP_HEADER_CONTENT_ENCODING),
         .accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING),
-        .infer_header_len = header(c, "Inference-Header-Content-Length"),
+        .infer_header_len = rq->ihcl,
     };
     nr_http_handle(s, method, url, &h, &rq->mem, rq->lead, rq->len, &r);
     if (rq->mem == NULL)
