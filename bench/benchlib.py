@@ -106,6 +106,37 @@ def cnn_request(model, inp, shape):
                      "Inference-Header-Content-Length": str(len(hdr))}
 
 
+class ShmInput:
+    """The CNN request with its input in a system shared-memory region instead of the body:
+    creates /dev/shm/nereid_bench_<model>, fills it with the same tensor cnn_request sends,
+    registers it with the server at `port`, and writes a wrk script that posts the small JSON
+    request naming it (the output still comes back as binary data). close() unregisters and
+    removes the region."""
+
+    def __init__(self, tmp, port, model, inp, shape):
+        import numpy as np
+        import tritonclient.http as httpclient
+        import tritonclient.utils.shared_memory as shm
+        self._shm, self.name = shm, f"bench_{model}"
+        x = np.random.default_rng(0).random(shape, dtype=np.float32)
+        self._handle = shm.create_shared_memory_region(self.name, f"/nereid_{self.name}",
+                                                       x.nbytes)
+        shm.set_shared_memory_region(self._handle, [x])
+        self._client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
+        self._client.register_system_shared_memory(self.name, f"/nereid_{self.name}", x.nbytes)
+        body = json.dumps({"inputs": [{"name": inp, "shape": list(shape), "datatype": "FP32",
+                                       "parameters": {"shared_memory_region": self.name,
+                                                      "shared_memory_byte_size": x.nbytes}}],
+                           "parameters": {"binary_data_output": True}}).encode()
+        self.lua = os.path.join(tmp, f"{model}_shm.lua")
+        write_lua(self.lua, {"Content-Type": "application/json"}, body=body)
+
+    def close(self):
+        self._client.unregister_system_shared_memory(self.name)
+        self._client.close()
+        self._shm.destroy_shared_memory_region(self._handle)
+
+
 def cnn_lua(tmp, model, inp, shape):
     """Writes the request body of `model` to a file and a wrk script that posts it."""
     body, headers = cnn_request(model, inp, shape)

@@ -7,7 +7,10 @@ baseline measured in the same run, printed as one table (figure, nereid, baselin
 - Compute: inception_onnx and densenet_onnx, batch 1, binary tensors, driven by wrk (a light
   client: the same bytes posted again and again) against ONNX Runtime called directly
   in-process with the same session options and thread count (build/bin/bench-ort-direct).
-  perf_analyzer at concurrency 2 is reported beside it, since it is Triton's own client.
+  perf_analyzer at concurrency 2 is reported beside it, since it is Triton's own client. The
+  same c=2 figures are measured again with the input tensor in a system shared-memory region
+  (Triton's extension, which perf_analyzer uses with --shared-memory system): what the server
+  gives up to ONNX Runtime when the 602 KB do not cross the socket.
 - Start-up and RSS against a bare C program that loads ONNX Runtime and runs one session.
 - Server time outside compute from the server's own statistics.
 - Instructions per request under callgrind (bench/callgrind.py), repeatable where time is not.
@@ -19,8 +22,8 @@ median of the per-round ratios is reported, since this machine is shared and noi
 import json, os, re, shutil, signal, statistics, struct, subprocess, sys, tempfile, time
 import http.client
 
-from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, cnn_lua, cnn_request, ort_direct,
-                      start_server, stop_server, wrk, wrk_cpu, write_lua)
+from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, ShmInput, cnn_lua, cnn_request,
+                      ort_direct, start_server, stop_server, wrk, wrk_cpu, write_lua)
 import callgrind
 
 NR_PORT, NGX_PORT, STARTUP_PORT = 18500, 18580, 18590
@@ -132,30 +135,37 @@ def cnn_rows(tmp, srv):
           f"intra-op thread); direct ORT with the same sessions ({ROUNDS} interleaved rounds)")
     for model, inp, shape in CNNS:
         lua = cnn_lua(tmp, model, inp, shape)
+        shm_in = ShmInput(tmp, NR_PORT, model, inp, shape)
         path = f"/v2/models/{model}/infer"
         onnx = os.path.join(REPO, model, "1/model.onnx")
         p50_r, rps_r, cpu_r, srv_p50, srv_rps, srv_cpu, d_p50, d_rps, d_cpu = (
             [] for _ in range(9))
+        shm_rps_r, shm_cpu_r, shm_rps, shm_cpu = [], [], [], []
         d2 = ort_direct(onnx, 2, 1, SECS)
         for _ in range(ROUNDS):
             d1 = ort_direct(onnx, 1, 1, SECS)
             s1 = wrk(NR_PORT, path, lua, 1, SECS)
             s2 = wrk_cpu(NR_PORT, path, lua, 2, SECS, srv.pid)
+            s3 = wrk_cpu(NR_PORT, path, shm_in.lua, 2, SECS, srv.pid)
             d2_next = ort_direct(onnx, 2, 1, SECS)
             d_rate = (d2["infer_per_sec"] + d2_next["infer_per_sec"]) / 2
             d_us = (d2["cpu_us_per_infer"] + d2_next["cpu_us_per_infer"]) / 2
-            n = s2[0] * SECS
-            s_us = (s2[3] + s2[4]) * 1e6 / n
+            s_us, s_srv, s_wrk = cpu_per_infer(s2)
             p50_r.append(s1[1] / d1["p50_us"])
             rps_r.append(s2[0] / d_rate)
             cpu_r.append(s_us / d_us)
             srv_p50.append(s1[1])
             srv_rps.append(s2[0])
-            srv_cpu.append((s_us, s2[3] * 1e6 / n, s2[4] * 1e6 / n))
+            srv_cpu.append((s_us, s_srv, s_wrk))
+            shm_rps_r.append(s3[0] / d_rate)
+            shm_rps.append(s3[0])
+            shm_cpu.append(cpu_per_infer(s3))
+            shm_cpu_r.append(shm_cpu[-1][0] / d_us)
             d_p50.append(d1["p50_us"])
             d_rps.append(d_rate)
             d_cpu.append(d_us)
             d2 = d2_next
+        shm_in.close()
         row(f"{model}: c=1 p50 ({rounds_str(p50_r)})", f"{med(srv_p50) / 1e3:.2f} ms",
             f"direct ORT p50 {med(d_p50) / 1e3:.2f} ms", med(p50_r), "<= 1.05",
             med(p50_r) <= 1.05)
@@ -165,24 +175,50 @@ def cnn_rows(tmp, srv):
             f"{med(x[0] for x in srv_cpu) / 1e3:.2f} ms (server "
             f"{med(x[1] for x in srv_cpu) / 1e3:.2f} + wrk {med(x[2] for x in srv_cpu) / 1e3:.2f})",
             f"direct ORT {med(d_cpu) / 1e3:.2f} ms", med(cpu_r), "report")
+        row(f"{model}: c=2 infer/s, input in system shared memory ({rounds_str(shm_rps_r)})",
+            f"{med(shm_rps):.1f}", f"direct ORT {med(d_rps):.1f}", med(shm_rps_r), ">= 0.97",
+            med(shm_rps_r) >= 0.97)
+        row(f"{model}: c=2 CPU per inference, input in system shared memory "
+            f"({rounds_str(shm_cpu_r)})",
+            f"{med(x[0] for x in shm_cpu) / 1e3:.2f} ms (server "
+            f"{med(x[1] for x in shm_cpu) / 1e3:.2f} + wrk {med(x[2] for x in shm_cpu) / 1e3:.2f})",
+            f"direct ORT {med(d_cpu) / 1e3:.2f} ms", med(shm_cpu_r), "report")
+
+
+def cpu_per_infer(w):
+    """(server + wrk, server, wrk) CPU us per inference of a wrk_cpu() result."""
+    n = w[0] * SECS
+    return (w[3] + w[4]) * 1e6 / n, w[3] * 1e6 / n, w[4] * 1e6 / n
 
 
 def perf_analyzer_row():
-    """The same c=2 figure with Triton's perf_analyzer as the client (it shares the 2 cores)."""
+    """The same c=2 figure with Triton's perf_analyzer as the client (it shares the 2 cores),
+    tensors in the request body, then in system shared memory (--shared-memory system); each
+    against the mean of the direct ORT runs before and after the two."""
     model = "inception_onnx"
-    ratios, srv = [], []
+    onnx = os.path.join(REPO, model, "1/model.onnx")
+    ratios, srv = {"none": [], "system": []}, {"none": [], "system": []}
+    d = ort_direct(onnx, 2, 1, SECS)["infer_per_sec"]
     for _ in range(ROUNDS):
-        d = ort_direct(os.path.join(REPO, model, "1/model.onnx"), 2, 1, SECS)["infer_per_sec"]
-        out = subprocess.run([PA, "-m", model, "-u", f"127.0.0.1:{NR_PORT}", "-b", "1",
-                              "--concurrency-range", "2:2", "-p", str(SECS * 1000), "-s", "25",
-                              "--max-trials", "6"], capture_output=True, text=True)
-        m = re.search(r"Throughput: ([\d.]+) infer/sec", out.stdout)
-        if not m:
-            sys.exit("perf_analyzer failed:\n" + out.stdout + out.stderr)
-        ratios.append(float(m.group(1)) / d)
-        srv.append(float(m.group(1)))
-    row(f"{model}: c=2 infer/s, perf_analyzer client ({rounds_str(ratios)})",
-        f"{med(srv):.1f}", "direct ORT, same round", med(ratios), "report")
+        got = {}
+        for mode in ("none", "system"):
+            out = subprocess.run([PA, "-m", model, "-u", f"127.0.0.1:{NR_PORT}", "-b", "1",
+                                  "--concurrency-range", "2:2", "-p", str(SECS * 1000),
+                                  "-s", "25", "--max-trials", "6", "--shared-memory", mode],
+                                 capture_output=True, text=True)
+            m = re.search(r"Throughput: ([\d.]+) infer/sec", out.stdout)
+            if not m:
+                sys.exit("perf_analyzer failed:\n" + out.stdout + out.stderr)
+            got[mode] = float(m.group(1))
+        d_next = ort_direct(onnx, 2, 1, SECS)["infer_per_sec"]
+        for mode, v in got.items():
+            ratios[mode].append(v / ((d + d_next) / 2))
+            srv[mode].append(v)
+        d = d_next
+    for mode, label in (("none", "tensors in the body"), ("system", "--shared-memory system")):
+        row(f"{model}: c=2 infer/s, perf_analyzer client, {label} "
+            f"({rounds_str(ratios[mode])})", f"{med(srv[mode]):.1f}",
+            "direct ORT, same round", med(ratios[mode]), "report")
 
 
 # ---- HTTP path against nginx ----

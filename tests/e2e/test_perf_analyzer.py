@@ -19,7 +19,12 @@ def run_pa(args, timeout=120):
 @pytest.mark.parametrize("model,extra", [("simple", []),
                                          ("identity_fp32", ["--shape", "INPUT0:16"]),
                                          ("simple", ["--input-tensor-format", "json",
-                                                     "--output-tensor-format", "json"])])
+                                                     "--output-tensor-format", "json"]),
+                                         # inputs and outputs in system shared memory regions
+                                         # perf_analyzer creates and registers itself
+                                         ("simple", ["--shared-memory", "system"]),
+                                         ("identity_fp32", ["--shape", "INPUT0:16",
+                                                            "--shared-memory", "system"])])
 def test_perf_analyzer_runs(small_server, model, extra):
     r = run_pa(["-m", model, "-u", f"127.0.0.1:{small_server.port}", "--concurrency-range", "1:2",
                 "-p", "500", "-s", "1000", "--max-trials", "3", *extra])

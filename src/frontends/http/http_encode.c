@@ -3,7 +3,9 @@
  *   {"id"?,"model_name","model_version","outputs":[{"name","datatype","shape",
  *    "data":[...] | "parameters":{"binary_data_size":N}}]}
  * followed by the binary outputs in the same order. Outputs come sorted by
- * name (model->outputs_by_name), whatever the request or config order.
+ * name (model->outputs_by_name), whatever the request or config order. An
+ * output the request placed in a shared-memory region is copied there and
+ * has neither "data" nor "parameters" (as Triton answers it).
  *
  * Binary outputs are not copied: the response is an iovec over the backend's
  * output buffers, which stay alive (their holds) until the response is freed.
@@ -233,7 +235,20 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
             nr_buf_i64(h, t->dims[d]);
         }
         nr_buf_putc(h, ']');
-        if (binary) {
+        const nr_http_shm_out_t *so = inf->shm_out ? &inf->shm_out[c] : NULL;
+        if (so != NULL && so->region != NULL) { /* written there; the reply only names it */
+            if (t->size > so->byte_size) {
+                st = nr_status_new(NR_INTERNAL,
+                                   "shared memory size specified with the request for output "
+                                   "'%s' (%llu bytes) should be at least %zu bytes to hold the "
+                                   "results",
+                                   name, (unsigned long long)so->byte_size, t->size);
+                break;
+            }
+            if (t->size > 0)
+                memcpy(so->addr, t->data, t->size);
+            nr_buf_putc(h, '}');
+        } else if (binary) {
             nr_buf_puts(h, ",\"parameters\":{\"binary_data_size\":");
             nr_buf_u64(h, t->size);
             nr_buf_puts(h, "}}");

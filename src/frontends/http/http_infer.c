@@ -315,13 +315,50 @@ static nr_status_t *content_check(const nr_jv_t *in, const nr_jv_t **bds, const 
                          *bds ? " 'binary_data_size'" : "", *shm ? " 'shared_memory_region'" : "");
 }
 
-static nr_status_t *shm_error(const nr_jv_t *region)
+/* The shared_memory_* parameters of an input or output: the region's name, and
+ * a byte size and offset that default to 0 (Triton does not require them). */
+static nr_status_t *shm_params(const nr_jv_t *params, const nr_jv_t *region, uint64_t *byte_size,
+                               uint64_t *offset)
 {
     if (region->type != NR_JV_STRING)
         return bad("shared_memory_region", T_STRING);
-    /* no region can be registered: nereid has no shared-memory extension */
-    return nr_status_new(NR_INVALID_ARG, "Unable to find shared memory region: '%.*s'",
-                         (int)region->n, region->u.str);
+    const nr_jv_t *bs = member(params, "shared_memory_byte_size");
+    const nr_jv_t *off = member(params, "shared_memory_offset");
+    if (bs != NULL && !nr_jv_is_uint(bs))
+        return bad("shared_memory_byte_size", T_UINT);
+    if (off != NULL && !nr_jv_is_uint(off))
+        return bad("shared_memory_offset", T_UINT);
+    *byte_size = bs != NULL ? (uint64_t)bs->u.i : 0;
+    *offset = off != NULL ? (uint64_t)off->u.i : 0;
+    return NULL;
+}
+
+/* Looks the region up and keeps a reference in inf until the request is freed. */
+static nr_status_t *shm_lookup(nr_http_infer_t *inf, const nr_jv_t *region, uint64_t offset,
+                               uint64_t byte_size, nr_shm_region_t **ref, void **addr)
+{
+    if (inf->srv == NULL || inf->srv->shm == NULL) /* parsed without a server */
+        return nr_status_new(NR_NOT_FOUND, "Unable to find shared memory region: '%.*s'",
+                             (int)region->n, region->u.str);
+    return nr_shm_get(inf->srv->shm, region->u.str, region->n, offset, byte_size, ref, addr);
+}
+
+static nr_status_t *shm_input(nr_http_infer_t *inf, const nr_jv_t *in, const nr_jv_t *region,
+                              const void **data, size_t *size)
+{
+    uint64_t byte_size, offset;
+    nr_status_t *st = shm_params(member(in, "parameters"), region, &byte_size, &offset);
+    nr_shm_region_t *ref;
+    void *addr;
+    if (st == NULL)
+        st = shm_lookup(inf, region, offset, byte_size, &ref, &addr);
+    if (st != NULL)
+        return st;
+    inf->shm_in = nr_realloc(inf->shm_in, (inf->n_shm_in + 1) * sizeof(*inf->shm_in));
+    inf->shm_in[inf->n_shm_in++] = ref;
+    *data = byte_size > 0 ? addr : empty_data;
+    *size = (size_t)byte_size;
+    return NULL;
 }
 
 static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_t *ck)
@@ -383,7 +420,8 @@ static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_
         size = (size_t)want;
         ck->off += size;
     } else if (shm != NULL) {
-        return shm_error(shm);
+        if ((st = shm_input(inf, in, shm, &data, &size)) != NULL)
+            return st;
     } else {
         st = json_data(inf, in, name, name_len, dt, dims, ndim, ck->json_len, &data, &size);
         if (st != NULL)
@@ -421,17 +459,32 @@ static nr_status_t *parse_output(nr_http_infer_t *inf, const nr_jv_t *o)
             return nr_status_new(NR_INVALID_ARG, "Unable to set 'classification': " T_UINT);
         class_n = (uint64_t)cls->u.i;
     }
-    if (shm != NULL)
-        return shm_error(shm);
     const nr_jv_t *bin = member(params, "binary_data");
     if (bin != NULL && !nr_jv_is_bool(bin))
         return bad("binary_data", T_BOOL);
+    bool b = bin != NULL && bin->type == NR_JV_TRUE;
+    if (shm != NULL && b)
+        return nr_status_new(NR_INVALID_ARG,
+                             "Output can't set both 'shared_memory_region' and 'binary_data'");
+    nr_http_shm_out_t so = {NULL, NULL, 0};
+    if (shm != NULL) {
+        uint64_t offset;
+        if ((st = shm_params(params, shm, &so.byte_size, &offset)) != NULL ||
+            (st = shm_lookup(inf, shm, offset, so.byte_size, &so.region, &so.addr)) != NULL)
+            return st;
+    }
     int idx = cfg_output_index(inf->model->cfg, name, len);
     if (idx >= 0 && !(inf->out_flags[idx] & NR_HTTP_OUT_LISTED)) {
-        bool b = bin != NULL && bin->type == NR_JV_TRUE;
         inf->out_flags[idx] = NR_HTTP_OUT_LISTED | (b ? NR_HTTP_OUT_BINARY : 0);
         inf->class_n[idx] = class_n;
+        if (so.region != NULL) {
+            if (inf->shm_out == NULL)
+                inf->shm_out = nr_calloc(inf->model->cfg->n_output, sizeof(*inf->shm_out));
+            inf->shm_out[idx] = so;
+            return NULL;
+        }
     }
+    nr_shm_put(so.region); /* an output named twice: the first listing counts */
     return NULL;
 }
 
@@ -590,6 +643,13 @@ void nr_http_infer_free(nr_http_infer_t *inf)
     free(inf->body_mem ? inf->body_mem : inf->body);
     free(inf->out_flags);
     free(inf->class_n);
+    if (inf->shm_out != NULL)
+        for (size_t i = 0; i < inf->model->cfg->n_output; i++)
+            nr_shm_put(inf->shm_out[i].region);
+    free(inf->shm_out);
+    for (size_t i = 0; i < inf->n_shm_in; i++)
+        nr_shm_put(inf->shm_in[i]);
+    free(inf->shm_in);
     nr_buf_free(&inf->header);
     if (inf->sync_init) {
         pthread_mutex_destroy(&inf->mu);

@@ -20,6 +20,7 @@
 #include "../../common/status.h"
 #include "../../core/model.h"
 #include "../../core/repository.h"
+#include "../../core/shm.h"
 #include "http_server.h"
 
 #include <pthread.h>
@@ -43,6 +44,7 @@ typedef struct {
     const char *model; size_t model_len; /* route's <m>, URL-decoded; NULL if none */
     int64_t version;                     /* route's <v>; -1 if none */
     bool has_repo;                       /* /v2/repository/<r>/...: a repository name */
+    const char *region; size_t region_len; /* .../region/<r>/...; NULL if none */
     const char *body; size_t body_len;   /* the body as received (not inflated) */
     char *body_owned;  /* malloc'd block holding body (which may start inside it) or NULL;
                           a handler may take it (set NULL) */
@@ -75,6 +77,8 @@ void nr_http_resp_release(nr_http_resp_t *r);
 struct nr_http_server_s {
     nr_http_options_t opts; /* strings below are owned copies */
     nr_repo_t *repo;
+    nr_shm_t *shm;             /* opts.shm, or the server's own registry (own_shm) */
+    bool own_shm;
     struct MHD_Daemon *daemon;
     _Atomic bool quiesced;
     int port;                  /* bound port */
@@ -209,6 +213,13 @@ NR_MUST_CHECK nr_status_t *nr_http_deflate(nr_http_enc_t enc, const struct iovec
 #define NR_HTTP_OUT_LISTED 1u /* named in the request's "outputs" */
 #define NR_HTTP_OUT_BINARY 2u /* answer in binary */
 
+/* An output the request asked to have written into a shared-memory region. */
+typedef struct {
+    nr_shm_region_t *region; /* a reference, released with the request */
+    void *addr;
+    uint64_t byte_size;
+} nr_http_shm_out_t;
+
 /* Everything one inference request owns on the HTTP side. */
 typedef struct nr_http_infer_s {
     nr_model_t *model;
@@ -222,6 +233,8 @@ typedef struct nr_http_infer_s {
     bool default_binary; /* for outputs not listed: binary_data_output / raw */
     uint8_t *out_flags;  /* [cfg n_output]: NR_HTTP_OUT_* */
     uint64_t *class_n;   /* [cfg n_output]: classification count, 0 = none */
+    nr_http_shm_out_t *shm_out; /* [cfg n_output] or NULL: outputs into shared memory */
+    nr_shm_region_t **shm_in; size_t n_shm_in; /* references of the inputs' regions */
     const nr_http_server_t *srv; /* labels; may be NULL */
     /* response side */
     nr_buf_t header;     /* JSON header */
@@ -251,6 +264,15 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
 NR_MUST_CHECK nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
+
+/* ---- http_shm.c: the system (and cuda) shared-memory extension ---------- */
+
+void nr_http_shm_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_shm_register(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_shm_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_cuda_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_cuda_register(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_cuda_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* ---- http_classify.c ---------------------------------------------------- */
 

@@ -21,13 +21,14 @@
  * Triton's order. Left out: sequence (no sequence batcher yet),
  * model_repository(unload_dependents) (no explicit model control),
  * schedule_policy (priority/timeout are passed to the core but the HTTP layer
- * cannot promise the policy semantics), system/cuda_shared_memory (no shared
- * memory regions), parameters (custom request parameters are accepted but not
- * forwarded to backends), trace and logging (no such endpoints).
+ * cannot promise the policy semantics), cuda_shared_memory (no GPU: its
+ * endpoints answer, registering is refused), parameters (custom request
+ * parameters are accepted but not forwarded to backends), trace and logging
+ * (no such endpoints).
  * perf_analyzer only looks for "statistics". */
 static const char *const extensions[] = {
-    "classification", "model_repository", "model_configuration", "binary_tensor_data",
-    "statistics",
+    "classification", "model_repository", "model_configuration", "system_shared_memory",
+    "binary_tensor_data", "statistics",
 };
 
 size_t nr_http_extensions(const char *const **out)

@@ -15,6 +15,9 @@
  *   POST .../generate | .../generate_stream    501 (not supported)
  *   POST /v2/repository[/<r>]/index
  *   POST /v2/repository[/<r>]/models/<m>/load | unload
+ *   GET  /v2/systemsharedmemory[/region/<r>]/status     (http_shm.c; the same
+ *   POST /v2/systemsharedmemory/region/<r>/register      under cudasharedmemory)
+ *   POST /v2/systemsharedmemory[/region/<r>]/unregister
  * A known path with the wrong method answers 405, anything else 404.
  */
 #include "http_int.h"
@@ -49,6 +52,12 @@ typedef enum {
     R_GENERATE,
     R_REPO_INDEX,
     R_REPO_CONTROL,
+    R_SHM_STATUS,
+    R_SHM_REGISTER,
+    R_SHM_UNREGISTER,
+    R_CUDA_STATUS,
+    R_CUDA_REGISTER,
+    R_CUDA_UNREGISTER,
 } route_id_t;
 
 static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
@@ -77,6 +86,12 @@ static const struct {
     [R_GENERATE] = {"POST", h_generate, false},
     [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
     [R_REPO_CONTROL] = {"POST", h_repo_control, false},
+    [R_SHM_STATUS] = {"GET", nr_http_shm_status, false},
+    [R_SHM_REGISTER] = {"POST", nr_http_shm_register, true},
+    [R_SHM_UNREGISTER] = {"POST", nr_http_shm_unregister, false},
+    [R_CUDA_STATUS] = {"GET", nr_http_cuda_status, false},
+    [R_CUDA_REGISTER] = {"POST", nr_http_cuda_register, false},
+    [R_CUDA_UNREGISTER] = {"POST", nr_http_cuda_unregister, false},
 };
 
 /* What the path says, besides the route. */
@@ -87,6 +102,7 @@ typedef struct {
     bool bad_version;          /* [0-9]+ beyond int64 */
     const char *vstr; size_t vlen;
     bool has_repo; /* /v2/repository/<r>/... */
+    const char *region; size_t region_len; /* .../sharedmemory/region/<r>/... */
 } match_t;
 
 /* Per HTTP request state (MHD's con_cls). */
@@ -196,9 +212,25 @@ static void route_repository(const char *p, match_t *m)
         m->id = R_REPO_CONTROL;
 }
 
+/* "[region/<r>/](status|register|unregister)"; `first` is the status route of
+ * the system or cuda group, the other two follow it in route_id_t. */
+static void route_shm(const char *p, route_id_t first, match_t *m)
+{
+    if (take(&p, "region/")) {
+        if (!segment(&p, &m->region, &m->region_len) || *p++ != '/')
+            return;
+    }
+    if (strcmp(p, "status") == 0)
+        m->id = first;
+    else if (strcmp(p, "register") == 0)
+        m->id = first + 1;
+    else if (strcmp(p, "unregister") == 0)
+        m->id = first + 2;
+}
+
 static match_t route(const char *url)
 {
-    match_t m = {R_NONE, NULL, 0, -1, false, NULL, 0, false};
+    match_t m = {R_NONE, NULL, 0, -1, false, NULL, 0, false, NULL, 0};
     const char *p = url;
     if (strcmp(p, "/v2") == 0)
         m.id = R_SERVER_META;
@@ -210,8 +242,12 @@ static match_t route(const char *url)
         route_models(p, &m);
     else if (take(&p, "/v2/repository/"))
         route_repository(p, &m);
+    else if (take(&p, "/v2/systemsharedmemory/"))
+        route_shm(p, R_SHM_STATUS, &m);
+    else if (take(&p, "/v2/cudasharedmemory/"))
+        route_shm(p, R_CUDA_STATUS, &m);
     if (m.id == R_NONE)
-        m.model = NULL, m.model_len = 0, m.version = -1;
+        m.model = NULL, m.model_len = 0, m.version = -1, m.region = NULL, m.region_len = 0;
     return m;
 }
 
@@ -446,6 +482,8 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.model_len = m.model_len;
     q.version = m.version;
     q.has_repo = m.has_repo;
+    q.region = m.region;
+    q.region_len = m.region_len;
     q.body = *mem ? *mem + lead : "";
     q.body_len = body_len;
     q.body_owned = *mem;
@@ -558,6 +596,8 @@ static bool resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
 void nr_http_server_free(nr_http_server_t *s)
 {
     nr_http_labels_free(s);
+    if (s->own_shm)
+        nr_shm_free(s->shm);
     free(s->server_meta);
     free((char *)s->opts.address);
     free((char *)s->opts.server_id);
@@ -575,6 +615,12 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *r
     if (s->opts.max_input_size == 0)
         s->opts.max_input_size = NR_DEFAULT_HTTP_MAX_INPUT;
     s->repo = repo;
+    s->shm = opts->shm;
+    if (s->shm == NULL) {
+        s->shm = nr_shm_new();
+        s->own_shm = true;
+    }
+    s->opts.shm = NULL;
     atomic_init(&s->quiesced, false);
     s->server_meta = nr_http_server_meta_render(&s->opts, &s->server_meta_len);
     nr_http_labels_load(s);

@@ -7,6 +7,7 @@
 
 #include "../../common/status.h"
 #include "../../core/repository.h"
+#include "../../core/shm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +21,8 @@ typedef struct {
     const char *server_id;   /* --id, "triton" */
     const char *server_version;
     bool strict_readiness;   /* --strict-readiness */
+    nr_shm_t *shm;           /* shared-memory regions, borrowed (shared with other
+                                frontends); NULL: the server keeps its own */
 } nr_http_options_t;
 
 typedef struct nr_http_server_s nr_http_server_t;

@@ -1,0 +1,234 @@
+/* shm.c - the shared-memory region registry (see shm.h). Regions are few and
+ * registered once per client, so a list under one mutex serves; lookups hold
+ * the mutex only to find the name and take a reference.
+ */
+#include "shm.h"
+
+#include "../common/alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct nr_shm_region_s {
+    char *name, *key;
+    uint64_t offset, byte_size;
+    void *map;        /* mmap'd from offset rounded down to a page */
+    size_t map_len;
+    char *addr;       /* map + (offset - that page) = the region's first byte */
+    atomic_int refs;  /* the registry's one, plus one per request using it */
+    nr_shm_region_t *next;
+};
+
+struct nr_shm_s {
+    pthread_mutex_t mu;
+    nr_shm_region_t *head; /* sorted by name, as Triton's status lists them */
+};
+
+nr_shm_t *nr_shm_new(void)
+{
+    nr_shm_t *shm = nr_calloc(1, sizeof(*shm));
+    pthread_mutex_init(&shm->mu, NULL);
+    return shm;
+}
+
+static void region_free(nr_shm_region_t *r)
+{
+    munmap(r->map, r->map_len);
+    free(r->name);
+    free(r->key);
+    free(r);
+}
+
+void nr_shm_put(nr_shm_region_t *r)
+{
+    if (r != NULL && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+        region_free(r);
+}
+
+void nr_shm_free(nr_shm_t *shm)
+{
+    if (shm == NULL)
+        return;
+    nr_shm_unregister(shm, NULL, 0);
+    pthread_mutex_destroy(&shm->mu);
+    free(shm);
+}
+
+/* The link that points at the region named so, or NULL. Under mu. */
+static nr_shm_region_t **find(nr_shm_t *shm, const char *name, size_t len)
+{
+    for (nr_shm_region_t **p = &shm->head; *p != NULL; p = &(*p)->next)
+        if (strlen((*p)->name) == len && memcmp((*p)->name, name, len) == 0)
+            return p;
+    return NULL;
+}
+
+static void unlink_at(nr_shm_region_t **p)
+{
+    nr_shm_region_t *r = *p;
+    *p = r->next;
+    r->next = NULL;
+}
+
+static void insert_sorted(nr_shm_t *shm, nr_shm_region_t *r)
+{
+    nr_shm_region_t **p = &shm->head;
+    while (*p != NULL && strcmp((*p)->name, r->name) < 0)
+        p = &(*p)->next;
+    r->next = *p;
+    *p = r;
+}
+
+/* Opens and maps; the mutex is not held (shm_open and mmap are syscalls). */
+static nr_status_t *map_region(nr_shm_region_t *r)
+{
+    int fd = shm_open(r->key, O_RDWR, S_IRUSR | S_IWUSR);
+    if (fd < 0)
+        return nr_status_new(NR_INTERNAL, "Unable to open shared memory region: '%s'", r->key);
+    struct stat st;
+    uint64_t end;
+    nr_status_t *err = NULL;
+    if (fstat(fd, &st) != 0 || st.st_size < 0) {
+        err = nr_status_new(NR_INTERNAL, "Invalid shared memory region: '%s'", r->key);
+    } else if (r->byte_size == 0 || nr_add_overflow(r->offset, r->byte_size, &end) ||
+               end > (uint64_t)st.st_size || end > SIZE_MAX) {
+        /* a region of 0 bytes cannot be mapped and holds no tensor */
+        err = nr_status_new(NR_INVALID_ARG,
+                            "failed to register shared memory region '%s': invalid args",
+                            r->name);
+    } else {
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t start = r->offset - r->offset % page;
+        r->map_len = (size_t)(end - start);
+        r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
+        if (r->map == MAP_FAILED)
+            err = nr_status_new(NR_INVALID_ARG,
+                                "failed to register shared memory region '%s': unable to "
+                                "process address space: %s",
+                                r->name, strerror(errno));
+        else
+            r->addr = (char *)r->map + (r->offset - start);
+    }
+    close(fd);
+    return err;
+}
+
+nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len, const char *key,
+                             size_t key_len, uint64_t offset, uint64_t byte_size)
+{
+    nr_shm_region_t *r = nr_calloc(1, sizeof(*r));
+    r->name = nr_strndup(name, name_len);
+    r->key = nr_strndup(key, key_len);
+    r->offset = offset;
+    r->byte_size = byte_size;
+    r->map = MAP_FAILED;
+    atomic_init(&r->refs, 1);
+    nr_status_t *err = NULL;
+    pthread_mutex_lock(&shm->mu);
+    bool taken = find(shm, name, name_len) != NULL;
+    pthread_mutex_unlock(&shm->mu);
+    if (taken || memchr(key, '\0', key_len) != NULL)
+        err = taken ? nr_status_new(NR_ALREADY_EXISTS,
+                                    "shared memory region '%s' already in manager", r->name)
+                    : nr_status_new(NR_INTERNAL, "Unable to open shared memory region: '%s'",
+                                    r->key);
+    else
+        err = map_region(r);
+    if (err == NULL) {
+        pthread_mutex_lock(&shm->mu);
+        if (find(shm, name, name_len) != NULL) { /* registered meanwhile */
+            err = nr_status_new(NR_ALREADY_EXISTS,
+                                "shared memory region '%s' already in manager", r->name);
+        } else {
+            insert_sorted(shm, r);
+        }
+        pthread_mutex_unlock(&shm->mu);
+    }
+    if (err != NULL) {
+        if (r->map == MAP_FAILED)
+            r->map = NULL, r->map_len = 0; /* munmap(NULL, 0) fails harmlessly */
+        region_free(r);
+    }
+    return err;
+}
+
+void nr_shm_unregister(nr_shm_t *shm, const char *name, size_t name_len)
+{
+    for (;;) {
+        pthread_mutex_lock(&shm->mu);
+        nr_shm_region_t **p = name != NULL ? find(shm, name, name_len)
+                              : shm->head != NULL ? &shm->head
+                                                  : NULL;
+        nr_shm_region_t *r = NULL;
+        if (p != NULL) {
+            r = *p;
+            unlink_at(p);
+        }
+        pthread_mutex_unlock(&shm->mu);
+        if (r == NULL)
+            return;
+        nr_shm_put(r); /* unmapped now, or by the last request using it */
+        if (name != NULL)
+            return;
+    }
+}
+
+nr_status_t *nr_shm_visit(nr_shm_t *shm, const char *name, size_t name_len, nr_shm_visit_fn fn,
+                          void *arg)
+{
+    nr_status_t *err = NULL;
+    pthread_mutex_lock(&shm->mu);
+    if (name != NULL) {
+        nr_shm_region_t **p = find(shm, name, name_len);
+        if (p == NULL)
+            err = nr_status_new(NR_NOT_FOUND,
+                                "Unable to find system shared memory region: '%.*s'",
+                                (int)name_len, name);
+        else
+            fn(&(nr_shm_info_t){(*p)->name, (*p)->key, (*p)->offset, (*p)->byte_size}, arg);
+    } else {
+        for (nr_shm_region_t *r = shm->head; r != NULL; r = r->next)
+            fn(&(nr_shm_info_t){r->name, r->key, r->offset, r->byte_size}, arg);
+    }
+    pthread_mutex_unlock(&shm->mu);
+    return err;
+}
+
+nr_status_t *nr_shm_get(nr_shm_t *shm, const char *name, size_t name_len, uint64_t offset,
+                        uint64_t byte_size, nr_shm_region_t **region, void **addr)
+{
+    *region = NULL;
+    *addr = NULL;
+    pthread_mutex_lock(&shm->mu);
+    nr_shm_region_t **p = find(shm, name, name_len);
+    nr_shm_region_t *r = p != NULL ? *p : NULL;
+    if (r != NULL)
+        atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&shm->mu);
+    if (r == NULL)
+        return nr_status_new(NR_NOT_FOUND, "Unable to find shared memory region: '%.*s'",
+                             (int)name_len, name);
+    uint64_t end;
+    nr_status_t *err = NULL;
+    if (offset >= r->byte_size)
+        err = nr_status_new(NR_INVALID_ARG, "Invalid offset for shared memory region: '%s'",
+                            r->name);
+    else if (nr_add_overflow(offset, byte_size, &end) || end > r->byte_size)
+        err = nr_status_new(NR_INVALID_ARG,
+                            "Invalid offset + byte size for shared memory region: '%s'", r->name);
+    if (err != NULL) {
+        nr_shm_put(r);
+        return err;
+    }
+    *region = r;
+    *addr = r->addr + offset;
+    return NULL;
+}
