@@ -9,13 +9,18 @@
  *   "<METHOD> <path>\n" then "<Name>: <value>\n" headers, "\n", then the body.
  * Headers read: Content-Encoding, Accept-Encoding,
  * Inference-Header-Content-Length (names case-insensitive, as in HTTP).
+ * Before every input the shared-memory registry holds exactly one region,
+ * "fz": 64 KiB of the driver's own object /nereid_fuzz_http, so requests can
+ * read and write shared memory and each input starts from the same state.
  * Seeds: tests/fuzz/corpus/http/.
  */
 #include "../../src/frontends/http/http_int.h"
 #include "fuzz_util.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +29,8 @@
 #endif
 
 #define FUZZ_MAX_INPUT (1u << 20) /* --http-max-input-size for the driver */
+#define FUZZ_SHM_KEY "/nereid_fuzz_http"
+#define FUZZ_SHM_SIZE 65536
 
 static nr_repo_t *repo;
 static nr_http_server_t *srv;
@@ -33,6 +40,7 @@ static void cleanup(void)
 {
     nr_http_server_free(srv);
     nr_repo_destroy(repo);
+    shm_unlink(FUZZ_SHM_KEY);
     const char *names[] = {"simple", "identity_fp32"};
     char p[512];
     for (size_t i = 0; i < 2; i++) {
@@ -70,7 +78,25 @@ static void setup(void)
     }
     nr_http_options_t ho = {.port = 0, .max_input_size = FUZZ_MAX_INPUT};
     srv = nr_http_server_new(&ho, repo);
+    int fd = shm_open(FUZZ_SHM_KEY, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, FUZZ_SHM_SIZE) != 0) {
+        perror("fuzz_http: " FUZZ_SHM_KEY);
+        abort();
+    }
+    close(fd);
     atexit(cleanup);
+}
+
+/* The registry as every input finds it: region "fz" and nothing else. */
+static void reset_shm(void)
+{
+    nr_shm_unregister(srv->shm, NULL, 0);
+    nr_status_t *st = nr_shm_register(srv->shm, "fz", 2, FUZZ_SHM_KEY, strlen(FUZZ_SHM_KEY), 0,
+                                      FUZZ_SHM_SIZE);
+    if (st != NULL) {
+        fprintf(stderr, "fuzz_http: %s\n", st->msg);
+        abort();
+    }
 }
 
 /* Copies the next line (without '\n') into out; false at the end of the input. */
@@ -93,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (srv == NULL)
         setup();
+    reset_shm();
     const uint8_t *p = data, *end = data + size;
     char first[1024];
     if (!line(&p, end, first, sizeof(first)))

@@ -93,9 +93,40 @@ def requests():
         put("infer_binary", which + (ihcl if ihcl is not None else "-").encode() + b"\n" + body)
 
 
+def shm_requests():
+    """The shared-memory extension against the region "fz" fuzz_http.c registers before every
+    input (key /nereid_fuzz_http, 64 KiB)."""
+    base = "/v2/systemsharedmemory"
+    for head, body in [
+            (f"GET {base}/status", b""), (f"GET {base}/region/fz/status", b""),
+            (f"POST {base}/region/fz/unregister", b""), (f"POST {base}/unregister", b""),
+            (f"POST {base}/region/r2/register",
+             b'{"key":"/nereid_fuzz_http","offset":4096,"byte_size":128}'),
+            (f"POST {base}/region/fz/register",
+             b'{"key":"/nereid_fuzz_http","offset":0,"byte_size":64}'),
+            ("POST /v2/cudasharedmemory/region/g/register", b'{"byte_size":4}'),
+            ("GET /v2/cudasharedmemory/region/g/status", b"")]:
+        put("http", head.encode() + b"\n\n" + body)
+
+    def region(offset, size):
+        return {"shared_memory_region": "fz", "shared_memory_byte_size": size,
+                "shared_memory_offset": offset}
+    simple = {"inputs": [{"name": n, "shape": [1, 16], "datatype": "INT32",
+                          "parameters": region(64 * i, 64)}
+                         for i, n in enumerate(("INPUT0", "INPUT1"))],
+              "outputs": [{"name": "OUTPUT0", "parameters": region(1024, 64)},
+                          {"name": "OUTPUT1", "parameters": {"binary_data": True}}]}
+    ident = {"inputs": [{"name": "INPUT0", "shape": [1, 1000], "datatype": "FP32",
+                         "parameters": region(4, 4000)}],
+             "outputs": [{"name": "OUTPUT0", "parameters": region(8192, 4000)}]}
+    for model, req in (("simple", simple), ("identity_fp32", ident)):
+        put("http", f"POST /v2/models/{model}/infer\n\n".encode() + json.dumps(req).encode())
+
+
 if __name__ == "__main__":
     configs()
     unit_configs()
     requests()
+    shm_requests()
     for d in sorted(OUT.iterdir()):
         print(d.name, len(list(d.iterdir())))
