@@ -121,7 +121,7 @@ TSAN_ENV = TSAN_OPTIONS=suppressions=$(SAN_DIR)/tsan.supp:log_path=$(CURDIR)/bui
 # tests, dynamic batching included, under TSan.
 ASAN_E2E_CI ?= tests/e2e
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
-               tests/e2e/test_dynamic_batching.py
+               tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py
 E2E_ARGS    ?=
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"

@@ -8,5 +8,6 @@
 #define NR_MAX_NAME 1024                       /* model / tensor name length */
 #define NR_MAX_CONFIG_BYTES (16u << 20)        /* config.pbtxt size */
 #define NR_MAX_PBTXT_DEPTH 64                  /* message nesting in config.pbtxt */
+#define NR_MAX_SHM_REGIONS 4096                /* shared-memory regions registered at once */
 
 #endif

@@ -1,14 +1,25 @@
 /* shm.c - the shared-memory region registry (see shm.h). Regions are few and
  * registered once per client, so a list under one mutex serves; lookups hold
  * the mutex only to find the name and take a reference.
+ *
+ * A client can shrink its object after registering it; the kernel then
+ * raises SIGBUS on the next access to the pages past the new end, in whatever
+ * thread touches them (ONNX Runtime reading an input in place, the encoder
+ * writing an output). A SIGBUS handler catches faults inside a registered
+ * mapping, puts anonymous zero pages over the rest of that mapping so the
+ * access completes, and marks the region broken: the request that was using
+ * it and every later one that names it get an error instead of a crash.
+ * Faults anywhere else keep their default effect.
  */
 #include "shm.h"
 
 #include "../common/alloc.h"
+#include "../common/limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -24,8 +35,96 @@ struct nr_shm_region_s {
     size_t map_len;
     char *addr;       /* map + (offset - that page) = the region's first byte */
     atomic_int refs;  /* the registry's one, plus one per request using it */
+    int slot;         /* in guard[], -1 before mapping */
     nr_shm_region_t *next;
 };
+
+/* ---- the SIGBUS guard ------------------------------------------------------ */
+
+/* Every live mapping of every registry, read by the signal handler without a
+ * lock: a slot is filled after mmap and cleared before munmap, and no access
+ * to a mapping can fault once it is unmapped (no request holds it then). */
+static struct {
+    _Atomic uintptr_t start, end; /* 0, 0 = free */
+    atomic_bool broken;
+} guard[NR_MAX_SHM_REGIONS];
+static pthread_mutex_t guard_mu = PTHREAD_MUTEX_INITIALIZER; /* slot allocation */
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static uintptr_t page_size;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (size_t i = 0; i < NR_MAX_SHM_REGIONS; i++) {
+        uintptr_t s = atomic_load(&guard[i].start), e = atomic_load(&guard[i].end);
+        if (s == 0 || a < s || a >= e)
+            continue;
+        uintptr_t from = a & ~(page_size - 1);
+        /* mmap is a plain system call here: safe in a handler on Linux */
+        if (mmap((void *)from, e - from, PROT_READ | PROT_WRITE,
+                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+            atomic_store(&guard[i].broken, true);
+            return; /* the faulting access is retried on the new pages */
+        }
+        break;
+    }
+    signal(sig, SIG_DFL); /* not ours: the retried access ends the process as before */
+}
+
+static void guard_install(void)
+{
+    page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static int guard_add(uintptr_t start, uintptr_t end)
+{
+    pthread_once(&guard_once, guard_install);
+    int slot = -1;
+    pthread_mutex_lock(&guard_mu);
+    for (int i = 0; i < NR_MAX_SHM_REGIONS && slot < 0; i++)
+        if (atomic_load(&guard[i].start) == 0) {
+            slot = i;
+            atomic_store(&guard[i].broken, false);
+            atomic_store(&guard[i].end, end);
+            atomic_store(&guard[i].start, start);
+        }
+    pthread_mutex_unlock(&guard_mu);
+    return slot;
+}
+
+static void guard_remove(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&guard_mu);
+    atomic_store(&guard[slot].start, 0);
+    atomic_store(&guard[slot].end, 0);
+    pthread_mutex_unlock(&guard_mu);
+}
+
+bool nr_shm_broken(const nr_shm_region_t *r)
+{
+    return r != NULL && r->slot >= 0 && atomic_load(&guard[r->slot].broken);
+}
+
+nr_status_t *nr_shm_check(const nr_shm_region_t *r)
+{
+    if (!nr_shm_broken(r))
+        return NULL;
+    return nr_status_new(NR_INTERNAL,
+                         "shared memory region '%s' was truncated by its owner after it was "
+                         "registered; unregister it and register it again",
+                         r->name);
+}
+
+/* ---- the registry ---------------------------------------------------------- */
 
 struct nr_shm_s {
     pthread_mutex_t mu;
@@ -41,6 +140,7 @@ nr_shm_t *nr_shm_new(void)
 
 static void region_free(nr_shm_region_t *r)
 {
+    guard_remove(r->slot);
     munmap(r->map, r->map_len);
     free(r->name);
     free(r->key);
@@ -109,7 +209,13 @@ static nr_status_t *map_region(nr_shm_region_t *r)
         uint64_t start = r->offset - r->offset % page;
         r->map_len = (size_t)(end - start);
         r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
-        if (r->map == MAP_FAILED)
+        if (r->map != MAP_FAILED &&
+            (r->slot = guard_add((uintptr_t)r->map, (uintptr_t)r->map + r->map_len)) < 0)
+            err = nr_status_new(NR_UNAVAILABLE,
+                                "failed to register shared memory region '%s': %d regions are "
+                                "registered already",
+                                r->name, NR_MAX_SHM_REGIONS);
+        else if (r->map == MAP_FAILED)
             err = nr_status_new(NR_INVALID_ARG,
                                 "failed to register shared memory region '%s': unable to "
                                 "process address space: %s",
@@ -130,6 +236,7 @@ nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len, c
     r->offset = offset;
     r->byte_size = byte_size;
     r->map = MAP_FAILED;
+    r->slot = -1;
     atomic_init(&r->refs, 1);
     nr_status_t *err = NULL;
     pthread_mutex_lock(&shm->mu);
@@ -224,6 +331,8 @@ nr_status_t *nr_shm_get(nr_shm_t *shm, const char *name, size_t name_len, uint64
     else if (nr_add_overflow(offset, byte_size, &end) || end > r->byte_size)
         err = nr_status_new(NR_INVALID_ARG,
                             "Invalid offset + byte size for shared memory region: '%s'", r->name);
+    else
+        err = nr_shm_check(r);
     if (err != NULL) {
         nr_shm_put(r);
         return err;

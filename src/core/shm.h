@@ -11,15 +11,17 @@
  * (nr_shm_get) until its reply is built (nr_shm_put). Unregistering removes
  * the name at once, so no new request finds it; the mapping itself is
  * unmapped when the last reference goes, never under a running inference.
- * A region's memory is the client's: a client that shrinks its object after
- * registering can make reads fault (SIGBUS), as with Triton; only same-host
- * clients that can open the server's shared memory can register at all.
+ * A region's memory is the client's. A client that shrinks its object after
+ * registering it would make the next access fault (SIGBUS) and, in Triton,
+ * end the server; here the fault is caught (shm.c), the access completes on
+ * zero pages and the region is marked broken (nr_shm_check).
  */
 #ifndef NR_SHM_H
 #define NR_SHM_H
 
 #include "../common/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,7 +36,8 @@ void nr_shm_free(nr_shm_t *shm);
  * `name`. Triton's errors: "shared memory region '<name>' already in manager"
  * (ALREADY_EXISTS), "Unable to open shared memory region: '<key>'"
  * (INTERNAL), "failed to register shared memory region '<name>': invalid
- * args" (INVALID_ARG: outside the object). */
+ * args" (INVALID_ARG: outside the object); UNAVAILABLE when
+ * NR_MAX_SHM_REGIONS regions are registered already. */
 NR_MUST_CHECK nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len,
                                            const char *key, size_t key_len, uint64_t offset,
                                            uint64_t byte_size);
@@ -63,5 +66,12 @@ NR_MUST_CHECK nr_status_t *nr_shm_get(nr_shm_t *shm, const char *name, size_t na
                                       nr_shm_region_t **region, void **addr);
 /* Drops a reference from nr_shm_get (NULL is a no-op). */
 void nr_shm_put(nr_shm_region_t *region);
+
+/* Whether an access to the region faulted because its object was truncated
+ * after registration (its mapping is zero pages from there on). nr_shm_check
+ * gives the error a request that used it answers with (INTERNAL), or NULL;
+ * nr_shm_get refuses such a region with the same error. */
+bool nr_shm_broken(const nr_shm_region_t *region);
+NR_MUST_CHECK nr_status_t *nr_shm_check(const nr_shm_region_t *region);
 
 #endif

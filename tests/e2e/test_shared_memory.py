@@ -265,6 +265,28 @@ def test_infer_errors(small_server, regions):
     assert infer(_simple_request("in_e")).status == 200
 
 
+def test_object_truncated_after_registration(small_server, client, regions):
+    """The owner shrinks its object under a registered region: Triton's server dies of SIGBUS
+    on the next read; nereid answers that request and later ones with an error, keeps serving,
+    and takes the region again once it is registered anew."""
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    h = regions("trunc", 8192)
+    shm.set_shared_memory_region(h, [a, a], offset=4096)
+    os.truncate("/dev/shm" + KEY_PREFIX + "trunc", 0)
+    body = _simple_request("trunc", in_offset=4096)
+    msg = ("shared memory region 'trunc' was truncated by its owner after it was registered; "
+           "unregister it and register it again")
+    for _ in range(2):
+        assert_error(post(small_server.port, "/v2/models/simple/infer", body), 500, msg)
+    assert client.is_server_live()
+    client.unregister_system_shared_memory("trunc")
+    os.truncate("/dev/shm" + KEY_PREFIX + "trunc", 8192)
+    shm.set_shared_memory_region(h, [a, a], offset=4096)
+    client.register_system_shared_memory("trunc", KEY_PREFIX + "trunc", 8192)
+    r = post(small_server.port, "/v2/models/simple/infer", body)
+    assert r.status == 200 and r.json()["outputs"][0]["data"] == list(range(0, 32, 2)), r
+
+
 # ----------------------------------------------------------------------------- concurrency
 
 def test_unregister_while_requests_use_the_region(small_server, client, regions):

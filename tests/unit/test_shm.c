@@ -7,8 +7,10 @@
 #include "nr_test.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SZ 12288 /* three pages */
@@ -132,6 +134,64 @@ NR_TEST(unregister_waits_for_the_last_request)
     nr_shm_free(s); /* the registry can go before the last holder */
     EXPECT_EQ_INT(((unsigned char *)a1)[101], 7);
     nr_shm_put(r1); /* unmapped here */
+    shm_unlink(key);
+}
+
+NR_TEST(truncated_object_breaks_the_region_not_the_process)
+{
+    char key[64];
+    ASSERT_TRUE(make_object(key, sizeof(key), "d") != NULL);
+    nr_shm_t *s = nr_shm_new();
+    EXPECT_OK(reg(s, "t", key, 0, SZ));
+    nr_shm_region_t *r;
+    void *a;
+    EXPECT_OK(nr_shm_get(s, "t", 1, 0, SZ, &r, &a));
+    EXPECT_FALSE(nr_shm_broken(r));
+    int fd = shm_open(key, O_RDWR, 0);
+    ASSERT_TRUE(fd >= 0);
+    EXPECT_EQ_INT(ftruncate(fd, 4096), 0); /* the owner shrinks it under a request */
+    close(fd);
+    volatile unsigned char *p = a;
+    EXPECT_EQ_INT(p[100], 100 % 251); /* the first page is still the object's */
+    EXPECT_EQ_INT(p[SZ - 1], 0);      /* faulted, answered from zero pages */
+    p[SZ - 2] = 9;                    /* writes complete too */
+    EXPECT_TRUE(nr_shm_broken(r));
+    EXPECT_STATUS(nr_shm_check(r), NR_INTERNAL,
+                  "shared memory region 't' was truncated by its owner after it was "
+                  "registered; unregister it and register it again");
+    nr_shm_region_t *r2;
+    void *a2;
+    EXPECT_STATUS(nr_shm_get(s, "t", 1, 0, 1, &r2, &a2), NR_INTERNAL,
+                  "shared memory region 't' was truncated by its owner after it was "
+                  "registered; unregister it and register it again");
+    nr_shm_put(r);
+    nr_shm_unregister(s, "t", 1);
+    ASSERT_TRUE(make_object(key, sizeof(key), "d") != NULL); /* registered again: whole */
+    EXPECT_OK(reg(s, "t", key, 0, SZ));
+    EXPECT_OK(nr_shm_get(s, "t", 1, SZ - 1, 1, &r, &a));
+    EXPECT_FALSE(nr_shm_broken(r));
+    EXPECT_EQ_INT(*(unsigned char *)a, (SZ - 1) % 251);
+    nr_shm_put(r);
+
+    /* a SIGBUS outside every region still ends the process */
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        char other[64];
+        if (make_object(other, sizeof(other), "e") == NULL)
+            _exit(2);
+        int ofd = shm_open(other, O_RDWR, 0);
+        volatile unsigned char *q = mmap(NULL, SZ, PROT_READ, MAP_SHARED, ofd, 0);
+        shm_unlink(other);
+        if (q == MAP_FAILED || ftruncate(ofd, 0) != 0)
+            _exit(3);
+        (void)q[SZ - 1];
+        _exit(0);
+    }
+    int wst = 0;
+    waitpid(pid, &wst, 0);
+    EXPECT_TRUE(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGBUS);
+    nr_shm_free(s);
     shm_unlink(key);
 }
 

@@ -176,6 +176,11 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
     nr_req_t *req = inf->req;
     if (req->status != NULL)
         return nr_status_new(req->status->code, "%s", nr_status_msg(req->status));
+    for (size_t i = 0; i < inf->n_shm_in; i++) { /* inputs read from a truncated object */
+        nr_status_t *st = nr_shm_check(inf->shm_in[i]);
+        if (st != NULL)
+            return st;
+    }
     const nr_model_t *m = inf->model;
     const nr_model_config_t *cfg = m->cfg;
     size_t n = req->n_want;
@@ -247,6 +252,8 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
             }
             if (t->size > 0)
                 memcpy(so->addr, t->data, t->size);
+            if ((st = nr_shm_check(so->region)) != NULL)
+                break;
             nr_buf_putc(h, '}');
         } else if (binary) {
             nr_buf_puts(h, ",\"parameters\":{\"binary_data_size\":");
