@@ -5,6 +5,7 @@ exchanges byte for byte (JSON header, Inference-Header-Content-Length, tensor by
 import gzip
 import http.client
 import itertools
+import json
 import struct
 import zlib
 
@@ -293,6 +294,32 @@ def test_binary_input_after_every_header_length(main_server, mode):
             assert r.status == 200, (pad, data[:200])
             hlen = int(r.getheader("Inference-Header-Content-Length"))
             assert data[hlen:] == x.tobytes(), f"header of {len(head)} bytes"
+    finally:
+        conn.close()
+
+
+def test_binary_replies_around_the_coalescing_size(main_server):
+    """Replies of 64 KiB or less are copied into one buffer (one send), larger ones are sent
+    from the output tensor (iovec): sizes on both sides of the line, on one keep-alive
+    connection, come back exactly with the right headers."""
+    conn = http.client.HTTPConnection("127.0.0.1", main_server.port, timeout=30)
+    try:
+        for n in (1, 16300, 16360, 16384, 16400, 20000):
+            x = np.random.default_rng(n).standard_normal((1, n)).astype(np.float32)
+            head = compact({"inputs": [{"name": "INPUT0", "shape": [1, n], "datatype": "FP32",
+                                        "parameters": {"binary_data_size": x.nbytes}}],
+                            "parameters": {"binary_data_output": True}}).encode()
+            body, hdrs = binary_request(head, [x.tobytes()])
+            conn.request("POST", "/v2/models/identity_fp32/infer", body=body, headers=hdrs)
+            r = conn.getresponse()
+            data = r.read()
+            assert r.status == 200, (n, data[:200])
+            assert r.getheader("Content-Type") == "application/octet-stream"
+            assert int(r.getheader("Content-Length")) == len(data)
+            hlen = int(r.getheader("Inference-Header-Content-Length"))
+            assert json.loads(data[:hlen])["outputs"][0]["parameters"] == {
+                "binary_data_size": x.nbytes}
+            assert data[hlen:] == x.tobytes(), n
     finally:
         conn.close()
 

@@ -306,9 +306,39 @@ void nr_http_resp_release(nr_http_resp_t *r)
     r->free_fn = NULL;
 }
 
+/* libmicrohttpd sends an iovec response's header and body with two system
+ * calls (sendto, then sendmsg: two TCP segments), a buffer response with one
+ * sendmsg. Below this size copying the body costs less than the second send:
+ * binary identity_fp32 replies (215 B), old vs new build interleaved 6 times,
+ * +18% requests/s at 16 connections, -8% p50 at 1. Larger bodies are sent
+ * from where they are (ONNX Runtime's output buffers), uncopied. */
+#define COALESCE_MAX (64u << 10)
+
+/* Copies a small iovec response into r->body and releases what it pointed into. */
+static void coalesce(nr_http_resp_t *r)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < r->n_iov; i++)
+        total += r->iov[i].iov_len;
+    if (total > COALESCE_MAX)
+        return;
+    nr_buf_reset(&r->body);
+    nr_buf_reserve(&r->body, total);
+    for (size_t i = 0; i < r->n_iov; i++)
+        nr_buf_append(&r->body, r->iov[i].iov_base, r->iov[i].iov_len);
+    free(r->iov);
+    r->iov = NULL;
+    r->n_iov = 0;
+    if (r->free_fn != NULL)
+        r->free_fn(r->free_arg);
+    r->free_fn = NULL;
+}
+
 static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
 {
     struct MHD_Response *mr;
+    if (r->iov != NULL)
+        coalesce(r);
     if (r->iov != NULL) {
         struct MHD_IoVec small[8] = {{0}};
         struct MHD_IoVec *mv = r->n_iov <= 8 ? small : nr_malloc(r->n_iov * sizeof(*mv));
