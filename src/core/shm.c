@@ -31,7 +31,7 @@
 struct nr_shm_region_s {
     char *name, *key;
     uint64_t offset, byte_size;
-    void *map;        /* mmap'd from offset rounded down to a page */
+    void *map;        /* mmap'd from offset rounded down to a page; NULL until then */
     size_t map_len;
     char *addr;       /* map + (offset - that page) = the region's first byte */
     atomic_int refs;  /* the registry's one, plus one per request using it */
@@ -83,9 +83,9 @@ static void guard_install(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+/* After guard_install (map_region runs it before the first mmap). */
 static int guard_add(uintptr_t start, uintptr_t end)
 {
-    pthread_once(&guard_once, guard_install);
     int slot = -1;
     pthread_mutex_lock(&guard_mu);
     for (int i = 0; i < NR_MAX_SHM_REGIONS && slot < 0; i++)
@@ -141,7 +141,8 @@ nr_shm_t *nr_shm_new(void)
 static void region_free(nr_shm_region_t *r)
 {
     guard_remove(r->slot);
-    munmap(r->map, r->map_len);
+    if (r->map != NULL)
+        munmap(r->map, r->map_len);
     free(r->name);
     free(r->key);
     free(r);
@@ -193,6 +194,7 @@ static nr_status_t *map_region(nr_shm_region_t *r)
     int fd = shm_open(r->key, O_RDWR, S_IRUSR | S_IWUSR);
     if (fd < 0)
         return nr_status_new(NR_INTERNAL, "Unable to open shared memory region: '%s'", r->key);
+    pthread_once(&guard_once, guard_install); /* sets page_size */
     struct stat st;
     uint64_t end;
     nr_status_t *err = NULL;
@@ -205,26 +207,36 @@ static nr_status_t *map_region(nr_shm_region_t *r)
                             "failed to register shared memory region '%s': invalid args",
                             r->name);
     } else {
-        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        uint64_t start = r->offset - r->offset % page;
-        r->map_len = (size_t)(end - start);
-        r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
-        if (r->map != MAP_FAILED &&
-            (r->slot = guard_add((uintptr_t)r->map, (uintptr_t)r->map + r->map_len)) < 0)
-            err = nr_status_new(NR_UNAVAILABLE,
-                                "failed to register shared memory region '%s': %d regions are "
-                                "registered already",
-                                r->name, NR_MAX_SHM_REGIONS);
-        else if (r->map == MAP_FAILED)
+        uint64_t start = r->offset - r->offset % page_size;
+        size_t len = (size_t)(end - start);
+        void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
+        if (map == MAP_FAILED) {
             err = nr_status_new(NR_INVALID_ARG,
                                 "failed to register shared memory region '%s': unable to "
                                 "process address space: %s",
                                 r->name, strerror(errno));
-        else
-            r->addr = (char *)r->map + (r->offset - start);
+        } else {
+            r->map = map;
+            r->map_len = len;
+            r->addr = (char *)map + (r->offset - start);
+            r->slot = guard_add((uintptr_t)map, (uintptr_t)map + len);
+            if (r->slot < 0)
+                err = nr_status_new(NR_UNAVAILABLE,
+                                    "failed to register shared memory region '%s': %d regions "
+                                    "are registered already",
+                                    r->name, NR_MAX_SHM_REGIONS);
+        }
     }
     close(fd);
     return err;
+}
+
+static bool name_taken(nr_shm_t *shm, const char *name, size_t len)
+{
+    pthread_mutex_lock(&shm->mu);
+    bool taken = find(shm, name, len) != NULL;
+    pthread_mutex_unlock(&shm->mu);
+    return taken;
 }
 
 nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len, const char *key,
@@ -235,35 +247,28 @@ nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len, c
     r->key = nr_strndup(key, key_len);
     r->offset = offset;
     r->byte_size = byte_size;
-    r->map = MAP_FAILED;
     r->slot = -1;
     atomic_init(&r->refs, 1);
-    nr_status_t *err = NULL;
-    pthread_mutex_lock(&shm->mu);
-    bool taken = find(shm, name, name_len) != NULL;
-    pthread_mutex_unlock(&shm->mu);
-    if (taken || memchr(key, '\0', key_len) != NULL)
-        err = taken ? nr_status_new(NR_ALREADY_EXISTS,
-                                    "shared memory region '%s' already in manager", r->name)
-                    : nr_status_new(NR_INTERNAL, "Unable to open shared memory region: '%s'",
-                                    r->key);
+    nr_status_t *err;
+    /* the name first, as Triton, so a taken name costs no system call */
+    if (name_taken(shm, name, name_len))
+        err = nr_status_new(NR_ALREADY_EXISTS, "shared memory region '%s' already in manager",
+                            r->name);
+    else if (memchr(key, '\0', key_len) != NULL) /* no object has such a name */
+        err = nr_status_new(NR_INTERNAL, "Unable to open shared memory region: '%s'", r->key);
     else
         err = map_region(r);
     if (err == NULL) {
         pthread_mutex_lock(&shm->mu);
-        if (find(shm, name, name_len) != NULL) { /* registered meanwhile */
+        if (find(shm, name, name_len) != NULL) /* registered while this one was mapped */
             err = nr_status_new(NR_ALREADY_EXISTS,
                                 "shared memory region '%s' already in manager", r->name);
-        } else {
+        else
             insert_sorted(shm, r);
-        }
         pthread_mutex_unlock(&shm->mu);
     }
-    if (err != NULL) {
-        if (r->map == MAP_FAILED)
-            r->map = NULL, r->map_len = 0; /* munmap(NULL, 0) fails harmlessly */
+    if (err != NULL)
         region_free(r);
-    }
     return err;
 }
 

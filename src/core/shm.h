@@ -29,7 +29,8 @@ typedef struct nr_shm_s nr_shm_t;               /* the registry */
 typedef struct nr_shm_region_s nr_shm_region_t; /* one mapping */
 
 nr_shm_t *nr_shm_new(void);
-/* Unmaps every region; no request may still hold one. */
+/* Unregisters every region and frees the registry; a region a request still
+ * holds is unmapped by that request's nr_shm_put. */
 void nr_shm_free(nr_shm_t *shm);
 
 /* Maps [offset, offset + byte_size) of the object `key` (shm_open name) under

@@ -23,14 +23,6 @@
 
 static const char empty_data[1];
 
-/* Triton's TritonJson texts */
-#define T_MISSING "attempt to access non-existing object member '%s'"
-#define T_STRING "attempt to access JSON non-string as string"
-#define T_ARRAY "attempt to access JSON non-array as array"
-#define T_UINT "attempt to access JSON non-unsigned-integer as unsigned-integer"
-#define T_INT "attempt to access JSON non-signed-integer as signed-integer"
-#define T_BOOL "attempt to access JSON non-boolean as boolean"
-#define T_DOUBLE "attempt to access JSON non-number as double"
 #define T_SHAPE "Shape does not match true shape of 'data' field"
 
 static nr_status_t *bad(const char *field, const char *what)

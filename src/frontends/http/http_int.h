@@ -173,6 +173,15 @@ static inline double nr_jv_number(const nr_jv_t *v)
                                    : (double)v->u.i;
 }
 
+/* Triton's TritonJson texts, after "Unable to parse '<field>': " */
+#define T_MISSING "attempt to access non-existing object member '%s'"
+#define T_STRING "attempt to access JSON non-string as string"
+#define T_ARRAY "attempt to access JSON non-array as array"
+#define T_UINT "attempt to access JSON non-unsigned-integer as unsigned-integer"
+#define T_INT "attempt to access JSON non-signed-integer as signed-integer"
+#define T_BOOL "attempt to access JSON non-boolean as boolean"
+#define T_DOUBLE "attempt to access JSON non-number as double"
+
 /* ---- http_json.c -------------------------------------------------------- */
 
 /* {"error":"<msg>"} as application/json with the status' HTTP code. Takes st. */

@@ -328,7 +328,7 @@ void nr_http_repo_index(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r
         const nr_jv_t *rj = nr_jv_get(root, "ready");
         if (rj != NULL && !nr_jv_is_bool(rj)) {
             nr_json_free(doc);
-            nr_http_error_msg(r, 400, "attempt to access JSON non-boolean as boolean");
+            nr_http_error_msg(r, 400, T_BOOL);
             return;
         }
         ready_only = rj != NULL && rj->type == NR_JV_TRUE;

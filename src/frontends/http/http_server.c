@@ -296,25 +296,34 @@ void nr_http_resp_init(nr_http_resp_t *r)
     r->status = 500;
 }
 
-void nr_http_resp_release(nr_http_resp_t *r)
+/* Drops the iovec and releases what it pointed into. */
+static void release_iov(nr_http_resp_t *r)
 {
-    nr_buf_free(&r->body);
     free(r->iov);
     r->iov = NULL;
+    r->n_iov = 0;
     if (r->free_fn != NULL)
         r->free_fn(r->free_arg);
     r->free_fn = NULL;
 }
 
+void nr_http_resp_release(nr_http_resp_t *r)
+{
+    nr_buf_free(&r->body);
+    release_iov(r);
+}
+
 /* libmicrohttpd sends an iovec response's header and body with two system
  * calls (sendto, then sendmsg: two TCP segments), a buffer response with one
- * sendmsg. Below this size copying the body costs less than the second send:
- * binary identity_fp32 replies (215 B), old vs new build interleaved 6 times,
- * +18% requests/s at 16 connections, -8% p50 at 1. Larger bodies are sent
- * from where they are (ONNX Runtime's output buffers), uncopied. */
+ * sendmsg. So a reply in one piece (every JSON reply) becomes a buffer
+ * response over that piece, uncopied; a reply in several pieces of up to
+ * COALESCE_MAX bytes in all is copied into one buffer, which costs less than
+ * the second send (binary identity_fp32 replies of 215 B, old vs new build
+ * interleaved 6 times: +18% requests/s at 16 connections, -8% p50 at 1);
+ * larger ones are sent from where they are (ONNX Runtime's output buffers). */
 #define COALESCE_MAX (64u << 10)
 
-/* Copies a small iovec response into r->body and releases what it pointed into. */
+/* Copies a small reply in several pieces into r->body. */
 static void coalesce(nr_http_resp_t *r)
 {
     size_t total = 0;
@@ -326,20 +335,17 @@ static void coalesce(nr_http_resp_t *r)
     nr_buf_reserve(&r->body, total);
     for (size_t i = 0; i < r->n_iov; i++)
         nr_buf_append(&r->body, r->iov[i].iov_base, r->iov[i].iov_len);
-    free(r->iov);
-    r->iov = NULL;
-    r->n_iov = 0;
-    if (r->free_fn != NULL)
-        r->free_fn(r->free_arg);
-    r->free_fn = NULL;
+    release_iov(r);
 }
 
-static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
+/* An MHD response over r->iov's pieces; on success it owns what they point into. */
+static struct MHD_Response *iov_response(nr_http_resp_t *r)
 {
     struct MHD_Response *mr;
-    if (r->iov != NULL)
-        coalesce(r);
-    if (r->iov != NULL) {
+    if (r->n_iov == 1) {
+        mr = MHD_create_response_from_buffer_with_free_callback_cls(
+            r->iov[0].iov_len, r->iov[0].iov_base, r->free_fn, r->free_arg);
+    } else {
         struct MHD_IoVec small[8] = {{0}};
         struct MHD_IoVec *mv = r->n_iov <= 8 ? small : nr_malloc(r->n_iov * sizeof(*mv));
         for (size_t i = 0; i < r->n_iov; i++) {
@@ -349,17 +355,27 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
         mr = MHD_create_response_from_iovec(mv, (unsigned)r->n_iov, r->free_fn, r->free_arg);
         if (mv != small)
             free(mv);
-        if (mr != NULL)
-            r->free_fn = NULL; /* the response owns it now */
-        nr_http_resp_release(r);
+    }
+    if (mr != NULL)
+        r->free_fn = NULL; /* the response owns it now */
+    return mr;
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
+{
+    struct MHD_Response *mr;
+    if (r->iov != NULL && r->n_iov > 1)
+        coalesce(r);
+    if (r->iov != NULL) {
+        mr = iov_response(r);
     } else {
         size_t len = r->body.len;
         char *data = nr_buf_steal(&r->body, NULL);
         mr = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
         if (mr == NULL)
             free(data);
-        nr_http_resp_release(r);
     }
+    nr_http_resp_release(r);
     if (mr == NULL)
         return MHD_NO;
     if (r->content_type != NULL)

@@ -57,10 +57,7 @@ static nr_status_t *uint_member(const nr_jv_t *root, const char *key, bool requi
                                         "Shared memory register request has no '%s' field", key)
                         : NULL;
     if (!nr_jv_is_uint(v))
-        return nr_status_new(NR_INVALID_ARG,
-                             "Unable to parse '%s': attempt to access JSON "
-                             "non-unsigned-integer as unsigned-integer",
-                             key);
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " T_UINT, key);
     *out = (uint64_t)v->u.i;
     return NULL;
 }
@@ -81,8 +78,7 @@ static nr_status_t *do_register(nr_http_server_t *s, nr_http_req_t *q)
     if (key == NULL)
         st = nr_status_new(NR_INVALID_ARG, "Shared memory register request has no 'key' field");
     else if (key->type != NR_JV_STRING)
-        st = nr_status_new(NR_INVALID_ARG, "Unable to parse 'key': attempt to access JSON "
-                                           "non-string as string");
+        st = nr_status_new(NR_INVALID_ARG, "Unable to parse 'key': " T_STRING);
     if (st == NULL)
         st = uint_member(root, "offset", false, &offset);
     if (st == NULL)
