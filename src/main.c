@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "config/model_config.h"
 #include "core/repository.h"
+#include "core/server.h"
 #include "frontends/http/http_server.h"
 #include "version.h"
 
@@ -304,7 +305,7 @@ static void log_options(const opts_t *o)
     cells[2 * r] = "server_version", cells[2 * r + 1] = NR_VERSION, r++;
     cells[2 * r] = "server_extensions";
     const char *const *ext;
-    size_t n_ext = nr_http_extensions(&ext);
+    size_t n_ext = nr_server_extensions(&ext);
     char ext_line[512] = "";
     for (size_t i = 0; i < n_ext; i++)
         snprintf(ext_line + strlen(ext_line), sizeof(ext_line) - strlen(ext_line), "%s%s",
@@ -329,21 +330,6 @@ static void log_options(const opts_t *o)
     for (size_t i = 0; i < o->n_repos; i++)
         free(owned[i]);
     free(owned);
-}
-
-/* Waits for in-flight requests, at most exit_timeout_secs. */
-static void drain(nr_repo_t *repo, int timeout_secs)
-{
-    for (int waited_ms = 0;; waited_ms += 10) {
-        uint64_t n = nr_repo_inflight(repo);
-        if (waited_ms % 1000 == 0)
-            NR_LOG_INFO("Timeout %d: Found %llu in-flight inference requests", timeout_secs -
-                        waited_ms / 1000, (unsigned long long)n);
-        if (n == 0 || waited_ms >= timeout_secs * 1000)
-            return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
 }
 
 int main(int argc, char **argv)
@@ -413,6 +399,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: creating server: Internal - failed to load all models\n");
         goto fail;
     }
+    nr_server_options_t so = {
+        .id = o.id,
+        .version = NR_VERSION,
+        .strict_readiness = o.strict_readiness,
+    };
+    nr_server_t *core = nr_server_new(&so, repo); /* owns repo from here */
     nr_http_server_t *http = NULL;
     if (o.allow_http) {
         nr_http_options_t ho = {
@@ -420,15 +412,12 @@ int main(int argc, char **argv)
             .port = o.http_port,
             .thread_count = o.http_threads,
             .max_input_size = o.http_max_input,
-            .server_id = o.id,
-            .server_version = NR_VERSION,
-            .strict_readiness = o.strict_readiness,
         };
-        st = nr_http_start(&ho, repo, &http);
+        st = nr_http_start(&ho, core, &http);
         if (st) {
             NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
             nr_status_free(st);
-            nr_repo_destroy(repo);
+            nr_server_free(core);
             goto fail;
         }
         NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, nr_http_port(http));
@@ -436,12 +425,13 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     NR_LOG_INFO("Signal (%d) received.", sig);
+    nr_server_quiesce(core);
     if (http)
         nr_http_quiesce(http);
-    drain(repo, o.exit_timeout_secs);
+    nr_server_drain(core, o.exit_timeout_secs);
     if (http)
         nr_http_stop(http);
-    nr_repo_destroy(repo);
+    nr_server_free(core);
     free(o.repos);
     return 0;
 fail: /* o.repos is the only allocation the early exits still hold */

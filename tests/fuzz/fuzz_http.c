@@ -32,14 +32,14 @@
 #define FUZZ_SHM_KEY "/nereid_fuzz_http"
 #define FUZZ_SHM_SIZE 65536
 
-static nr_repo_t *repo;
+static nr_server_t *core;
 static nr_http_server_t *srv;
 static char repo_dir[] = "/tmp/nereid-fuzz-http-XXXXXX";
 
 static void cleanup(void)
 {
     nr_http_server_free(srv);
-    nr_repo_destroy(repo);
+    nr_server_free(core); /* and the repository */
     shm_unlink(FUZZ_SHM_KEY);
     const char *names[] = {"simple", "identity_fp32"};
     char p[512];
@@ -70,14 +70,17 @@ static void setup(void)
     }
     const char *paths[] = {repo_dir};
     nr_repo_options_t ro = {.paths = paths, .n_paths = 1, .autocomplete = true, .cpu_count = 1};
+    nr_repo_t *repo = NULL;
     nr_status_t *st = nr_repo_create(&ro, &repo);
     if (st != NULL || !nr_repo_all_ready(repo)) {
         fprintf(stderr, "fuzz_http: the example models did not load (run `make models`)%s%s\n",
                 st ? ": " : "", st ? st->msg : "");
         abort();
     }
+    nr_server_options_t so = {.id = "triton", .version = "", .strict_readiness = true};
+    core = nr_server_new(&so, repo);
     nr_http_options_t ho = {.port = 0, .max_input_size = FUZZ_MAX_INPUT};
-    srv = nr_http_server_new(&ho, repo);
+    srv = nr_http_server_new(&ho, core);
     int fd = shm_open(FUZZ_SHM_KEY, O_RDWR | O_CREAT, 0600);
     if (fd < 0 || ftruncate(fd, FUZZ_SHM_SIZE) != 0) {
         perror("fuzz_http: " FUZZ_SHM_KEY);
@@ -90,9 +93,9 @@ static void setup(void)
 /* The registry as every input finds it: region "fz" and nothing else. */
 static void reset_shm(void)
 {
-    nr_shm_unregister(srv->shm, NULL, 0);
-    nr_status_t *st = nr_shm_register(srv->shm, "fz", 2, FUZZ_SHM_KEY, strlen(FUZZ_SHM_KEY), 0,
-                                      FUZZ_SHM_SIZE);
+    nr_shm_unregister(nr_server_shm(core), NULL, 0);
+    nr_status_t *st = nr_shm_register(nr_server_shm(core), "fz", 2, FUZZ_SHM_KEY,
+                                      strlen(FUZZ_SHM_KEY), 0, FUZZ_SHM_SIZE);
     if (st != NULL) {
         fprintf(stderr, "fuzz_http: %s\n", st->msg);
         abort();

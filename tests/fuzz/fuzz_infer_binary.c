@@ -30,9 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, nl + 1, len);
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
     bool none = hl == 1 && ihcl[0] == '-';
-    nr_status_t *st = nr_http_infer_parse(inf, models[which], body, len, none ? NULL : ihcl);
+    nr_status_t *st = nr_http_infer_parse(inf, NULL, models[which], body, len, none ? NULL : ihcl);
     if (st == NULL)
-        st = nr_req_validate(inf->req);
+        st = nr_req_validate(inf->base.req);
     nr_status_free(st);
     nr_http_infer_free(inf);
     free(ihcl);

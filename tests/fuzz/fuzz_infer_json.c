@@ -22,9 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *body = nr_malloc(len ? len : 1);
     memcpy(body, data + 1, len);
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
-    nr_status_t *st = nr_http_infer_parse(inf, models[which], body, len, NULL);
+    nr_status_t *st = nr_http_infer_parse(inf, NULL, models[which], body, len, NULL);
     if (st == NULL)
-        st = nr_req_validate(inf->req);
+        st = nr_req_validate(inf->base.req);
     if (st != NULL)
         (void)nr_status_http(st);
     nr_status_free(st);

@@ -64,7 +64,7 @@ static nr_status_t *parse(nr_model_t *m, const char *body, size_t len, const cha
     char *copy = nr_malloc(len ? len : 1);
     memcpy(copy, body, len);
     *out = inf;
-    return nr_http_infer_parse(inf, m, copy, len, ihcl);
+    return nr_http_infer_parse(inf, NULL, m, copy, len, ihcl);
 }
 
 static nr_status_t *parse_str(nr_model_t *m, const char *json)
@@ -170,7 +170,7 @@ NR_TEST(infer_json_inputs)
                     "\"outputs\":[{\"name\":\"OUTPUT1\",\"parameters\":{\"binary_data\":true}}]}";
     nr_http_infer_t *inf;
     EXPECT_OK(parse(m, b, strlen(b), NULL, &inf));
-    nr_req_t *req = inf->req;
+    nr_req_t *req = inf->base.req;
     EXPECT_STREQ(req->id, "r7");
     EXPECT_EQ_INT(req->priority, 3);
     EXPECT_EQ_U64(req->timeout_us, 99);
@@ -180,8 +180,8 @@ NR_TEST(infer_json_inputs)
     memcpy(&v, (const char *)req->inputs[0].data + 15 * 4, 4);
     EXPECT_EQ_INT(v, 15);
     EXPECT_EQ_INT(req->n_want, 1);
-    EXPECT_EQ_INT(inf->out_flags[0], NR_HTTP_OUT_LISTED | NR_HTTP_OUT_BINARY);
-    EXPECT_EQ_INT(inf->out_flags[1], 0);
+    EXPECT_TRUE(inf->base.listed[0] && inf->binary[0]);
+    EXPECT_TRUE(!inf->base.listed[1] && !inf->binary[1]);
     nr_http_infer_free(inf);
     fake_free(m);
 }
@@ -204,7 +204,7 @@ NR_TEST(infer_binary_inputs_are_views)
     snprintf(ihcl, sizeof(ihcl), "%zu", hl);
     nr_http_infer_t *inf;
     ASSERT_OK(parse(m, body, hl + 64, ihcl, &inf));
-    EXPECT_TRUE(inf->req->inputs[0].data == inf->body + hl);
+    EXPECT_TRUE(inf->base.req->inputs[0].data == inf->body + hl);
     EXPECT_TRUE(inf->default_binary);
     nr_http_infer_free(inf);
 
@@ -313,9 +313,9 @@ NR_TEST(infer_raw_request)
     nr_http_infer_t *inf;
     ASSERT_OK(parse(m, (const char *)x, sizeof(x), "0", &inf));
     EXPECT_TRUE(inf->raw && inf->default_binary);
-    EXPECT_EQ_INT(inf->req->inputs[0].ndim, 2);
-    EXPECT_EQ_INT(inf->req->inputs[0].dims[0], 1);
-    EXPECT_EQ_INT(inf->req->inputs[0].dims[1], 4);
+    EXPECT_EQ_INT(inf->base.req->inputs[0].ndim, 2);
+    EXPECT_EQ_INT(inf->base.req->inputs[0].dims[0], 1);
+    EXPECT_EQ_INT(inf->base.req->inputs[0].dims[1], 4);
     nr_http_infer_free(inf);
     EXPECT_STATUS(parse(m, "abc", 3, "0", &inf), NR_INVALID_ARG,
                   "[request id: <id_unknown>] input byte size mismatch for input 'raw_input' for "
@@ -356,7 +356,7 @@ NR_TEST(encode_json_and_binary)
     nr_http_infer_t *inf;
     ASSERT_OK(parse(m, b, strlen(b), NULL, &inf));
     int32_t o0[2] = {-1, 7}, o1[2] = {5, 6};
-    nr_req_t *req = inf->req;
+    nr_req_t *req = inf->base.req;
     /* the core reports outputs in any order: the encoder sorts them by name */
     set_output(req, 0, 0, NR_TYPE_INT32, o1, 8, 1, 2); /* OUTPUT1 */
     set_output(req, 1, 1, NR_TYPE_INT32, o0, 8, 1, 2); /* OUTPUT0 */
@@ -400,8 +400,8 @@ NR_TEST(encode_numbers_and_fp16)
     nr_http_infer_t *inf;
     ASSERT_OK(parse(m, "{\"inputs\":[]}", 13, NULL, &inf));
     float v[4] = {0.1f, 100.0f, -0.0f, 1e-7f};
-    inf->req->n_want = 1;
-    set_output(inf->req, 0, 0, NR_TYPE_FP32, v, sizeof(v), 1, 4);
+    inf->base.req->n_want = 1;
+    set_output(inf->base.req, 0, 0, NR_TYPE_FP32, v, sizeof(v), 1, 4);
     nr_http_resp_t r;
     nr_http_resp_init(&r);
     ASSERT_OK(nr_http_infer_encode(inf, &r));
@@ -413,48 +413,14 @@ NR_TEST(encode_numbers_and_fp16)
                  "100.0,-0.0,1.0000000116860974e-7]}]}");
     free(r.iov);
     uint16_t h[2] = {0x3c00, 0x4000};
-    set_output(inf->req, 0, 0, NR_TYPE_FP16, h, sizeof(h), 1, 2);
+    set_output(inf->base.req, 0, 0, NR_TYPE_FP16, h, sizeof(h), 1, 2);
     nr_http_resp_init(&r);
     EXPECT_STATUS(nr_http_infer_encode(inf, &r), NR_INVALID_ARG,
                   "sending FP16 data via JSON is not supported. Please use the binary data format "
                   "for output");
-    inf->req->n_want = 0;
+    inf->base.req->n_want = 0;
     nr_http_infer_free(inf);
     fake_free(m);
-}
-
-NR_TEST(classification)
-{
-    float v[8] = {0.1f, 0.9f, 0.5f, 0.3f, 4, 3, 3, 1};
-    nr_tensor_t t = {.dtype = NR_TYPE_FP32, .ndim = 2, .dims = {2, 4}, .data = v, .size = 32};
-    const char *lines[] = {"zero", "one", "two", "three"};
-    nr_http_labels_t labels = {.lines = lines, .n_lines = 4};
-    nr_tensor_t out;
-    char *buf;
-    ASSERT_OK(nr_http_classify(&t, true, 2, &labels, &out, &buf));
-    EXPECT_EQ_INT(out.dtype, NR_TYPE_STRING);
-    EXPECT_EQ_INT(out.ndim, 2);
-    EXPECT_EQ_INT(out.dims[0], 2);
-    EXPECT_EQ_INT(out.dims[1], 2);
-    const char *want[4] = {"0.900000:1:one", "0.500000:2:two", "4.000000:0:zero",
-                           "3.000000:1:one"}; /* ties: the lower index first */
-    size_t off = 0;
-    for (int i = 0; i < 4; i++) {
-        uint32_t l;
-        memcpy(&l, buf + off, 4);
-        EXPECT_EQ_U64(l, strlen(want[i]));
-        EXPECT_TRUE(memcmp(buf + off + 4, want[i], l) == 0);
-        off += 4 + l;
-    }
-    EXPECT_EQ_U64(off, out.size);
-    free(buf);
-    int32_t iv[3] = {16, 3, 15};
-    nr_tensor_t ti = {.dtype = NR_TYPE_INT32, .ndim = 1, .dims = {3}, .data = iv, .size = 12};
-    ASSERT_OK(nr_http_classify(&ti, false, 10, NULL, &out, &buf));
-    EXPECT_EQ_INT(out.ndim, 1);
-    EXPECT_EQ_INT(out.dims[0], 3);
-    EXPECT_TRUE(memcmp(buf + 4, "16:0", 4) == 0);
-    free(buf);
 }
 
 /* ---- numbers as Triton prints them ----------------------------------------- */

@@ -2,10 +2,10 @@
  * Triton's response, a compact JSON header
  *   {"id"?,"model_name","model_version","outputs":[{"name","datatype","shape",
  *    "data":[...] | "parameters":{"binary_data_size":N}}]}
- * followed by the binary outputs in the same order. Outputs come sorted by
- * name (model->outputs_by_name), whatever the request or config order. An
- * output the request placed in a shared-memory region is copied there and
- * has neither "data" nor "parameters" (as Triton answers it).
+ * followed by the binary outputs in the same order. The outputs, their order
+ * (sorted by name), classification and shared-memory writes come from the
+ * core (nr_infer_outputs); an output the request placed in a shared-memory
+ * region has neither "data" nor "parameters" (as Triton answers it).
  *
  * Binary outputs are not copied: the response is an iovec over the backend's
  * output buffers, which stay alive (their holds) until the response is freed.
@@ -135,61 +135,18 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
     return NULL;
 }
 
-/* Order of req->outputs[] entries in the response: by output name. */
-static void output_order(const nr_http_infer_t *inf, size_t *ord)
-{
-    const nr_req_t *req = inf->req;
-    const nr_model_config_t *cfg = inf->model->cfg;
-    size_t n = req->n_want;
-    for (size_t i = 0; i < n; i++)
-        ord[i] = i;
-    const uint32_t *by_name = inf->model->outputs_by_name;
-    /* rank of config index c = its position in by_name */
-    uint32_t rank_small[64];
-    uint32_t *rank = cfg->n_output <= 64 ? rank_small : nr_malloc(cfg->n_output * sizeof(uint32_t));
-    for (size_t j = 0; j < cfg->n_output; j++)
-        rank[j] = (uint32_t)j;
-    if (by_name != NULL)
-        for (size_t j = 0; j < cfg->n_output; j++)
-            if (by_name[j] < cfg->n_output)
-                rank[by_name[j]] = (uint32_t)j;
-    for (size_t i = 1; i < n; i++) { /* insertion sort: a handful of outputs */
-        size_t x = ord[i], j = i;
-        while (j > 0 && rank[req->want[ord[j - 1]]] > rank[req->want[x]]) {
-            ord[j] = ord[j - 1];
-            j--;
-        }
-        ord[j] = x;
-    }
-    if (rank != rank_small)
-        free(rank);
-}
-
-static void keep_extra(nr_http_infer_t *inf, char *p)
-{
-    inf->extra = nr_realloc(inf->extra, (inf->n_extra + 1) * sizeof(char *));
-    inf->extra[inf->n_extra++] = p;
-}
-
 nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
 {
-    nr_req_t *req = inf->req;
-    if (req->status != NULL)
-        return nr_status_new(req->status->code, "%s", nr_status_msg(req->status));
-    for (size_t i = 0; i < inf->n_shm_in; i++) { /* inputs read from a truncated object */
-        nr_status_t *st = nr_shm_check(inf->shm_in[i]);
-        if (st != NULL)
-            return st;
-    }
-    const nr_model_t *m = inf->model;
-    const nr_model_config_t *cfg = m->cfg;
-    size_t n = req->n_want;
-    size_t *ord = nr_malloc((n ? n : 1) * sizeof(size_t));
-    output_order(inf, ord);
+    const nr_infer_out_t *outs;
+    size_t n;
+    nr_status_t *st = nr_infer_outputs(&inf->base, &outs, &n);
+    if (st != NULL)
+        return st;
+    const nr_req_t *req = inf->base.req;
+    const nr_model_t *m = inf->base.model;
     struct iovec *iov = nr_malloc((n + 1) * sizeof(struct iovec));
     size_t n_iov = 1;
     bool any_binary = false;
-    nr_status_t *st = NULL;
     nr_buf_t *h = &inf->header;
     nr_buf_reset(h);
     nr_buf_putc(h, '{');
@@ -204,32 +161,13 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
     nr_buf_json_str(h, m->version_str, strlen(m->version_str));
     nr_buf_puts(h, ",\"outputs\":[");
     for (size_t k = 0; k < n && st == NULL; k++) {
-        size_t i = ord[k];
-        uint32_t c = req->want[i];
-        if (c >= cfg->n_output) {
-            st = nr_status_new(NR_INTERNAL, "output index %u out of range", c);
-            break;
-        }
-        const char *name = cfg->output[c].name;
-        const nr_tensor_t *t = &req->outputs[i];
-        nr_tensor_t ct;
-        if (inf->class_n[c] > 0) {
-            char *buf = NULL;
-            st = nr_http_classify(t, cfg->max_batch_size > 0, inf->class_n[c],
-                                  nr_http_labels_find(inf->srv, cfg, c), &ct, &buf);
-            if (buf != NULL)
-                keep_extra(inf, buf);
-            if (st != NULL)
-                break;
-            t = &ct;
-        }
-        bool binary = (inf->out_flags[c] & NR_HTTP_OUT_LISTED)
-                          ? (inf->out_flags[c] & NR_HTTP_OUT_BINARY) != 0
-                          : inf->default_binary;
+        const nr_infer_out_t *o = &outs[k];
+        const nr_tensor_t *t = o->t;
+        bool binary = inf->base.listed[o->index] ? inf->binary[o->index] : inf->default_binary;
         if (k)
             nr_buf_putc(h, ',');
         nr_buf_puts(h, "{\"name\":");
-        nr_buf_json_str(h, name, strlen(name));
+        nr_buf_json_str(h, o->name, strlen(o->name));
         nr_buf_puts(h, ",\"datatype\":\"");
         const char *dts = nr_dtype_kserve_name(t->dtype);
         nr_buf_puts(h, dts ? dts : "");
@@ -240,20 +178,7 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
             nr_buf_i64(h, t->dims[d]);
         }
         nr_buf_putc(h, ']');
-        const nr_http_shm_out_t *so = inf->shm_out ? &inf->shm_out[c] : NULL;
-        if (so != NULL && so->region != NULL) { /* written there; the reply only names it */
-            if (t->size > so->byte_size) {
-                st = nr_status_new(NR_INTERNAL,
-                                   "shared memory size specified with the request for output "
-                                   "'%s' (%llu bytes) should be at least %zu bytes to hold the "
-                                   "results",
-                                   name, (unsigned long long)so->byte_size, t->size);
-                break;
-            }
-            if (t->size > 0)
-                memcpy(so->addr, t->data, t->size);
-            if ((st = nr_shm_check(so->region)) != NULL)
-                break;
+        if (o->in_shm) { /* written there; the reply only names it */
             nr_buf_putc(h, '}');
         } else if (binary) {
             nr_buf_puts(h, ",\"parameters\":{\"binary_data_size\":");
@@ -267,11 +192,10 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
             }
         } else {
             nr_buf_puts(h, ",\"data\":");
-            st = put_data(h, t, name);
+            st = put_data(h, t, o->name);
             nr_buf_putc(h, '}');
         }
     }
-    free(ord);
     if (st != NULL) {
         free(iov);
         return st;

@@ -32,7 +32,7 @@ static nr_status_t *bad(const char *field, const char *what)
 
 static nr_status_t *missing(const char *field)
 {
-    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " T_MISSING, field, field);
+    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " NR_TJ_MISSING, field, field);
 }
 
 #define member nr_jv_get
@@ -44,7 +44,7 @@ static nr_status_t *get_str(const nr_jv_t *obj, const char *key, const char **s,
     if (v == NULL)
         return missing(key);
     if (v->type != NR_JV_STRING)
-        return bad(key, T_STRING);
+        return bad(key, NR_TJ_STRING);
     *s = v->u.str;
     *len = v->n;
     return NULL;
@@ -58,6 +58,24 @@ static bool key_is(const nr_jv_member_t *m, const char *k)
     return m->key_len == n && memcmp(m->key, k, n) == 0;
 }
 
+/* A JSON parameter value as the core's protocol-neutral parameter. */
+static nr_param_t json_param(const nr_jv_member_t *m)
+{
+    const nr_jv_t *v = &m->val;
+    nr_param_t p = {.key = m->key, .key_len = m->key_len, .type = NR_PARAM_OTHER};
+    switch (v->type) {
+    case NR_JV_TRUE: case NR_JV_FALSE: p.type = NR_PARAM_BOOL; p.v.b = v->type == NR_JV_TRUE; break;
+    case NR_JV_INT: p.type = NR_PARAM_INT64; p.v.i = v->u.i; break;
+    case NR_JV_UINT: p.type = NR_PARAM_UINT64; p.v.u = (uint64_t)v->u.i; break;
+    case NR_JV_REAL: p.type = NR_PARAM_DOUBLE; p.v.d = v->u.d; break;
+    case NR_JV_STRING: p.type = NR_PARAM_STRING; p.v.s.p = v->u.str; p.v.s.n = v->n; break;
+    default: break;
+    }
+    return p;
+}
+
+/* Request parameters: binary_data_output is HTTP's own (binary framing); the
+ * rest are the core's (priority, timeout, sequence_*, triton_*, custom). */
 static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
 {
     const nr_jv_t *params = member(root, "parameters");
@@ -66,42 +84,18 @@ static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
     if (params->type != NR_JV_OBJECT)
         return nr_status_new(NR_INVALID_ARG, "failed to get request params.: attempt to access "
                                              "JSON non-object as object");
-    nr_req_t *req = inf->req;
     for (size_t i = 0; i < params->n; i++) {
         const nr_jv_member_t *m = &params->u.members[i];
-        const nr_jv_t *v = &m->val;
-        if (key_is(m, "sequence_id")) {
-            /* nereid has no sequence batcher: validated, then ignored (Triton
-             * ignores it too for models without sequence batching) */
-            if (!nr_jv_is_uint(v) && v->type != NR_JV_STRING)
-                return bad("sequence_id", T_STRING);
-        } else if (key_is(m, "sequence_start") || key_is(m, "sequence_end")) {
-            if (!nr_jv_is_bool(v))
-                return nr_status_new(NR_INVALID_ARG, "Unable to parse '%.*s': " T_BOOL,
-                                     (int)m->key_len, m->key);
-        } else if (key_is(m, "priority")) {
-            if (!nr_jv_is_uint(v))
-                return bad("priority", T_UINT);
-            uint64_t pr = (uint64_t)v->u.i;
-            req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
-        } else if (key_is(m, "timeout")) {
-            if (!nr_jv_is_uint(v))
-                return bad("timeout", T_UINT);
-            req->timeout_us = (uint64_t)v->u.i;
-        } else if (key_is(m, "binary_data_output")) {
-            if (!nr_jv_is_bool(v))
-                return bad("binary_data_output", T_BOOL);
-            inf->default_binary = v->type == NR_JV_TRUE;
-        } else if (m->key_len >= 7 && memcmp(m->key, "triton_", 7) == 0) {
-            return nr_status_new(NR_INVALID_ARG,
-                                 "parameter keys starting with 'triton_' are reserved for Triton "
-                                 "usage and should not be specified.");
-        } else if (v->type != NR_JV_STRING && !nr_jv_is_number(v) && !nr_jv_is_bool(v)) {
-            return nr_status_new(NR_INVALID_ARG,
-                                 "parameter '%.*s' has invalid type. It should be either 'int', "
-                                 "'bool', or 'string'.",
-                                 (int)m->key_len, m->key);
+        if (key_is(m, "binary_data_output")) {
+            if (!nr_jv_is_bool(&m->val))
+                return bad("binary_data_output", NR_TJ_BOOL);
+            inf->default_binary = m->val.type == NR_JV_TRUE;
+            continue;
         }
+        nr_param_t p = json_param(m);
+        nr_status_t *st = nr_infer_param(&inf->base, NR_PROTO_HTTP, &p);
+        if (st != NULL)
+            return st;
     }
     return NULL;
 }
@@ -132,7 +126,7 @@ static nr_status_t *int_leaf(fill_t *f, const nr_jv_t *v, uint64_t i)
     default: hi = UINT64_MAX; is_unsigned = true; break;
     }
     if (is_unsigned ? !nr_jv_is_uint(v) : v->type != NR_JV_INT && v->type != NR_JV_UINT)
-        return bad("data", is_unsigned ? T_UINT : T_INT);
+        return bad("data", is_unsigned ? NR_TJ_UINT : NR_TJ_INT);
     bool fits = v->type == NR_JV_UINT ? hi == UINT64_MAX
                                       : (v->u.i >= lo && (v->u.i < 0 || (uint64_t)v->u.i <= hi));
     if (!fits) {
@@ -159,19 +153,19 @@ static nr_status_t *fill_leaf(fill_t *f, const nr_jv_t *v)
     switch (f->dt) {
     case NR_TYPE_BOOL:
         if (!nr_jv_is_bool(v))
-            return bad("data", T_BOOL);
+            return bad("data", NR_TJ_BOOL);
         ((uint8_t *)f->out)[i] = v->type == NR_JV_TRUE;
         return NULL;
     case NR_TYPE_FP32: {
         if (!nr_jv_is_number(v))
-            return bad("data", T_DOUBLE);
+            return bad("data", NR_TJ_DOUBLE);
         float x = (float)nr_jv_number(v);
         memcpy(f->out + i * 4, &x, 4);
         return NULL;
     }
     case NR_TYPE_FP64: {
         if (!nr_jv_is_number(v))
-            return bad("data", T_DOUBLE);
+            return bad("data", NR_TJ_DOUBLE);
         double d = nr_jv_number(v);
         memcpy(f->out + i * 8, &d, 8);
         return NULL;
@@ -205,7 +199,7 @@ static nr_status_t *bytes_size(const nr_jv_t *v, uint64_t *size)
         return NULL;
     }
     if (v->type != NR_JV_STRING)
-        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: " T_STRING);
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: " NR_TJ_STRING);
     if (v->n > UINT32_MAX)
         return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: element too long");
     *size += 4 + v->n;
@@ -228,9 +222,7 @@ static void bytes_fill(const nr_jv_t *v, char **p)
 
 static char *keep_buf(nr_http_infer_t *inf, char *buf)
 {
-    inf->bufs = nr_realloc(inf->bufs, (inf->n_bufs + 1) * sizeof(char *));
-    inf->bufs[inf->n_bufs++] = buf;
-    return buf;
+    return nr_infer_keep(&inf->base, buf);
 }
 
 /* Converts `data` of one input. json_len bounds the element count: every
@@ -249,7 +241,7 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
     }
     const nr_jv_t *d = member(in, "data");
     if (d == NULL || d->type != NR_JV_ARRAY)
-        return bad("data", T_ARRAY);
+        return bad("data", NR_TJ_ARRAY);
     if (dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16)
         return nr_status_new(NR_INVALID_ARG,
                              "receiving %s data via JSON is not supported. Please use the binary "
@@ -313,26 +305,16 @@ static nr_status_t *shm_params(const nr_jv_t *params, const nr_jv_t *region, uin
                                uint64_t *offset)
 {
     if (region->type != NR_JV_STRING)
-        return bad("shared_memory_region", T_STRING);
+        return bad("shared_memory_region", NR_TJ_STRING);
     const nr_jv_t *bs = member(params, "shared_memory_byte_size");
     const nr_jv_t *off = member(params, "shared_memory_offset");
     if (bs != NULL && !nr_jv_is_uint(bs))
-        return bad("shared_memory_byte_size", T_UINT);
+        return bad("shared_memory_byte_size", NR_TJ_UINT);
     if (off != NULL && !nr_jv_is_uint(off))
-        return bad("shared_memory_offset", T_UINT);
+        return bad("shared_memory_offset", NR_TJ_UINT);
     *byte_size = bs != NULL ? (uint64_t)bs->u.i : 0;
     *offset = off != NULL ? (uint64_t)off->u.i : 0;
     return NULL;
-}
-
-/* Looks the region up and keeps a reference in inf until the request is freed. */
-static nr_status_t *shm_lookup(nr_http_infer_t *inf, const nr_jv_t *region, uint64_t offset,
-                               uint64_t byte_size, nr_shm_region_t **ref, void **addr)
-{
-    if (inf->srv == NULL || inf->srv->shm == NULL) /* parsed without a server */
-        return nr_status_new(NR_NOT_FOUND, "Unable to find shared memory region: '%.*s'",
-                             (int)region->n, region->u.str);
-    return nr_shm_get(inf->srv->shm, region->u.str, region->n, offset, byte_size, ref, addr);
 }
 
 static nr_status_t *shm_input(nr_http_infer_t *inf, const nr_jv_t *in, const nr_jv_t *region,
@@ -340,17 +322,10 @@ static nr_status_t *shm_input(nr_http_infer_t *inf, const nr_jv_t *in, const nr_
 {
     uint64_t byte_size, offset;
     nr_status_t *st = shm_params(member(in, "parameters"), region, &byte_size, &offset);
-    nr_shm_region_t *ref;
-    void *addr;
-    if (st == NULL)
-        st = shm_lookup(inf, region, offset, byte_size, &ref, &addr);
     if (st != NULL)
         return st;
-    inf->shm_in = nr_realloc(inf->shm_in, (inf->n_shm_in + 1) * sizeof(*inf->shm_in));
-    inf->shm_in[inf->n_shm_in++] = ref;
-    *data = byte_size > 0 ? addr : empty_data;
-    *size = (size_t)byte_size;
-    return NULL;
+    return nr_infer_shm_input(&inf->base, region->u.str, region->n, offset, byte_size, data,
+                              size);
 }
 
 static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_t *ck)
@@ -373,13 +348,13 @@ static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_
     if (shape == NULL)
         return missing("shape");
     if (shape->type != NR_JV_ARRAY)
-        return bad("shape", T_ARRAY);
+        return bad("shape", NR_TJ_ARRAY);
     size_t ndim = shape->n;
     int64_t dims[NR_MAX_DIMS];
     for (size_t i = 0; i < ndim; i++) {
         const nr_jv_t *d = &shape->u.items[i];
         if (!nr_jv_is_uint(d))
-            return bad("shape", T_UINT);
+            return bad("shape", NR_TJ_UINT);
         if (i >= NR_MAX_DIMS)
             return nr_status_new(NR_INVALID_ARG,
                                  "Unable to parse 'shape': input '%.*s' has %zu dimensions, more "
@@ -396,7 +371,7 @@ static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_
     size_t size = 0;
     if (bds != NULL) {
         if (!nr_jv_is_uint(bds))
-            return bad("binary_data_size", T_UINT);
+            return bad("binary_data_size", NR_TJ_UINT);
         uint64_t want = (uint64_t)bds->u.i;
         size_t avail = ck->bin_len - ck->off;
         if (want > avail) {
@@ -405,7 +380,7 @@ static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_
                                  "unexpected size for input '%.*s', expecting %llu additional "
                                  "bytes for model '%s'",
                                  (int)name_len, name, (unsigned long long)(want - avail),
-                                 inf->model->name);
+                                 inf->base.model->name);
         }
         if (want > 0)
             data = ck->bin + ck->off;
@@ -419,15 +394,7 @@ static nr_status_t *parse_input(nr_http_infer_t *inf, const nr_jv_t *in, chunks_
         if (st != NULL)
             return st;
     }
-    return nr_req_add_input(inf->req, name, name_len, dt, dims, ndim, data, size);
-}
-
-static int cfg_output_index(const nr_model_config_t *cfg, const char *name, size_t len)
-{
-    for (size_t i = 0; i < cfg->n_output; i++)
-        if (strlen(cfg->output[i].name) == len && memcmp(cfg->output[i].name, name, len) == 0)
-            return (int)i;
-    return -1;
+    return nr_req_add_input(inf->base.req, name, name_len, dt, dims, ndim, data, size);
 }
 
 static nr_status_t *parse_output(nr_http_infer_t *inf, const nr_jv_t *o)
@@ -440,44 +407,32 @@ static nr_status_t *parse_output(nr_http_infer_t *inf, const nr_jv_t *o)
                              "Output can't set both 'shared_memory_region' and 'classification'");
     const char *name;
     size_t len;
+    int idx;
     nr_status_t *st = get_str(o, "name", &name, &len);
     if (st == NULL)
-        st = nr_req_add_output(inf->req, name, len);
+        st = nr_infer_output(&inf->base, name, len, &idx);
     if (st != NULL)
         return st;
-    uint64_t class_n = 0;
     if (cls != NULL) {
         if (!nr_jv_is_uint(cls))
-            return nr_status_new(NR_INVALID_ARG, "Unable to set 'classification': " T_UINT);
-        class_n = (uint64_t)cls->u.i;
+            return nr_status_new(NR_INVALID_ARG, "Unable to set 'classification': " NR_TJ_UINT);
+        nr_infer_output_classify(&inf->base, idx, (uint64_t)cls->u.i);
     }
     const nr_jv_t *bin = member(params, "binary_data");
     if (bin != NULL && !nr_jv_is_bool(bin))
-        return bad("binary_data", T_BOOL);
+        return bad("binary_data", NR_TJ_BOOL);
     bool b = bin != NULL && bin->type == NR_JV_TRUE;
     if (shm != NULL && b)
         return nr_status_new(NR_INVALID_ARG,
                              "Output can't set both 'shared_memory_region' and 'binary_data'");
-    nr_http_shm_out_t so = {NULL, NULL, 0};
-    if (shm != NULL) {
-        uint64_t offset;
-        if ((st = shm_params(params, shm, &so.byte_size, &offset)) != NULL ||
-            (st = shm_lookup(inf, shm, offset, so.byte_size, &so.region, &so.addr)) != NULL)
-            return st;
-    }
-    int idx = cfg_output_index(inf->model->cfg, name, len);
-    if (idx >= 0 && !(inf->out_flags[idx] & NR_HTTP_OUT_LISTED)) {
-        inf->out_flags[idx] = NR_HTTP_OUT_LISTED | (b ? NR_HTTP_OUT_BINARY : 0);
-        inf->class_n[idx] = class_n;
-        if (so.region != NULL) {
-            if (inf->shm_out == NULL)
-                inf->shm_out = nr_calloc(inf->model->cfg->n_output, sizeof(*inf->shm_out));
-            inf->shm_out[idx] = so;
-            return NULL;
-        }
-    }
-    nr_shm_put(so.region); /* an output named twice: the first listing counts */
-    return NULL;
+    if (idx >= 0)
+        inf->binary[idx] = b;
+    if (shm == NULL)
+        return NULL;
+    uint64_t byte_size, offset;
+    if ((st = shm_params(params, shm, &byte_size, &offset)) != NULL)
+        return st;
+    return nr_infer_output_shm(&inf->base, idx, shm->u.str, shm->n, offset, byte_size);
 }
 
 static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
@@ -489,8 +444,8 @@ static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
     const nr_jv_t *id = member(root, "id");
     if (id != NULL) {
         if (id->type != NR_JV_STRING)
-            return bad("id", T_STRING);
-        nr_req_set_id(inf->req, id->u.str, id->n);
+            return bad("id", NR_TJ_STRING);
+        nr_req_set_id(inf->base.req, id->u.str, id->n);
     }
     if ((st = parse_params(inf, root)) != NULL)
         return st;
@@ -498,19 +453,19 @@ static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
     if (inputs == NULL)
         return missing("inputs");
     if (inputs->type != NR_JV_ARRAY)
-        return bad("inputs", T_ARRAY);
+        return bad("inputs", NR_TJ_ARRAY);
     chunks_t ck = {inf->body + hlen, inf->body_len - hlen, 0, hlen};
     for (size_t i = 0; i < inputs->n; i++)
         if ((st = parse_input(inf, &inputs->u.items[i], &ck)) != NULL)
             return st;
     if (ck.off != ck.bin_len)
         return nr_status_new(NR_INVALID_ARG, "unexpected additional input data for model '%s'",
-                             inf->model->name);
+                             inf->base.model->name);
     const nr_jv_t *outputs = member(root, "outputs");
     if (outputs == NULL)
         return NULL;
     if (outputs->type != NR_JV_ARRAY)
-        return bad("outputs", T_ARRAY);
+        return bad("outputs", NR_TJ_ARRAY);
     for (size_t i = 0; i < outputs->n; i++)
         if ((st = parse_output(inf, &outputs->u.items[i])) != NULL)
             return st;
@@ -521,15 +476,15 @@ static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
  * with batch 1 prepended; outputs default to binary (Triton's raw request). */
 static nr_status_t *parse_raw(nr_http_infer_t *inf)
 {
-    const nr_model_config_t *cfg = inf->model->cfg;
-    nr_req_t *req = inf->req;
+    const nr_model_config_t *cfg = inf->base.model->cfg;
+    nr_req_t *req = inf->base.req;
     inf->raw = true;
     inf->default_binary = true;
     if (cfg->n_input != 1)
         return nr_req_error(req, NR_INVALID_ARG,
                             "Raw request must only have 1 input (found 1) to be deduced but got "
                             "%zu inputs in '%s' model configuration",
-                            cfg->n_input, inf->model->name);
+                            cfg->n_input, inf->base.model->name);
     const nr_cfg_input_t *in = &cfg->input[0];
     int64_t dims[NR_MAX_DIMS];
     size_t nd = 0;
@@ -558,7 +513,7 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
         size_t es = nr_dtype_size(in->data_type);
         if (es == 0 || nd + in->dims.n > NR_MAX_DIMS)
             return nr_req_error(req, NR_INVALID_ARG, "unsupported raw input for model '%s'",
-                                inf->model->name);
+                                inf->base.model->name);
         uint64_t known = 1;
         for (size_t i = 0; i < in->dims.n; i++)
             if (in->dims.v[i] >= 0 && nr_mul_overflow(known, (uint64_t)in->dims.v[i], &known))
@@ -579,7 +534,7 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
             return nr_req_error(req, NR_INVALID_ARG,
                                 "input byte size mismatch for input 'raw_input' for model '%s'. "
                                 "Expected %llu, got %zu",
-                                inf->model->name,
+                                inf->base.model->name,
                                 (unsigned long long)(nr_shape_count(dims, nd, &cnt) &&
                                                              !nr_mul_overflow(cnt, es, &expect)
                                                          ? expect
@@ -589,17 +544,14 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
     return nr_req_add_input(req, in->name, strlen(in->name), in->data_type, dims, nd, data, size);
 }
 
-nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_model_t *model, char *body,
-                                 size_t body_len, const char *ihcl)
+nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_server_t *core, nr_model_t *model,
+                                 char *body, size_t body_len, const char *ihcl)
 {
     size_t n_out = model->cfg->n_output;
-    inf->model = model;
+    nr_infer_init(&inf->base, core, model, inf);
     inf->body = body;
     inf->body_len = body_len;
-    inf->out_flags = nr_calloc(n_out ? n_out : 1, 1);
-    inf->class_n = nr_calloc(n_out ? n_out : 1, sizeof(uint64_t));
-    inf->req = nr_req_new(model);
-    inf->req->frontend = inf;
+    inf->binary = nr_calloc(n_out ? n_out : 1, sizeof(bool));
     size_t hlen = body_len;
     if (ihcl != NULL) {
         /* atoi semantics as Triton: garbage reads as 0 (a raw request) */
@@ -623,25 +575,10 @@ void nr_http_infer_free(nr_http_infer_t *inf)
 {
     if (inf == NULL)
         return;
-    if (inf->req != NULL)
-        nr_req_free(inf->req);
+    nr_infer_release(&inf->base);
     nr_json_free(inf->doc);
-    for (size_t i = 0; i < inf->n_bufs; i++)
-        free(inf->bufs[i]);
-    free(inf->bufs);
-    for (size_t i = 0; i < inf->n_extra; i++)
-        free(inf->extra[i]);
-    free(inf->extra);
     free(inf->body_mem ? inf->body_mem : inf->body);
-    free(inf->out_flags);
-    free(inf->class_n);
-    if (inf->shm_out != NULL)
-        for (size_t i = 0; i < inf->model->cfg->n_output; i++)
-            nr_shm_put(inf->shm_out[i].region);
-    free(inf->shm_out);
-    for (size_t i = 0; i < inf->n_shm_in; i++)
-        nr_shm_put(inf->shm_in[i]);
-    free(inf->shm_in);
+    free(inf->binary);
     nr_buf_free(&inf->header);
     if (inf->sync_init) {
         pthread_mutex_destroy(&inf->mu);
@@ -670,7 +607,7 @@ static void free_cb(void *arg)
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
     nr_model_t *m = NULL;
-    nr_status_t *st = nr_repo_get(s->repo, q->model, q->model_len, q->version, &m);
+    nr_status_t *st = nr_kserve_model(s->core, q->model, q->model_len, q->version, &m);
     if (st != NULL) {
         nr_http_error(r, st);
         return;
@@ -703,16 +640,13 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         body = mem + lead;
     }
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
-    inf->srv = s;
     inf->body_mem = mem;
-    st = nr_http_infer_parse(inf, m, body, len, q->infer_header_len);
+    st = nr_http_infer_parse(inf, s->core, m, body, len, q->infer_header_len);
     if (st == NULL) {
         pthread_mutex_init(&inf->mu, NULL);
         pthread_cond_init(&inf->cv, NULL);
         inf->sync_init = true;
-        inf->req->done = on_done;
-        inf->req->done_arg = inf;
-        st = nr_model_submit(m, inf->req);
+        st = nr_infer_submit(&inf->base, on_done, inf);
     }
     if (st != NULL) {
         nr_http_infer_free(inf);

@@ -3,11 +3,15 @@
  *   http_server.c    daemon (libmicrohttpd), routing table, body accumulation,
  *                    turning an nr_http_resp_t into bytes on the wire
  *   http_infer.c     POST .../infer: body -> nr_req_t (JSON + binary + raw)
- *   http_encode.c    finished nr_req_t -> JSON header + binary chunks
- *   http_classify.c  the classification extension and its label files
- *   http_json.c      metadata, stats, repository index, error bodies
- *   http_jparse.c    the request JSON reader (rapidjson-compatible texts)
+ *   http_encode.c    finished request -> JSON header + binary chunks
+ *   http_json.c      metadata, config, stats, repository index, error bodies
+ *   http_shm.c       the shared-memory extension's endpoints
  *   http_compress.c  request inflate and response gzip/deflate (zlib)
+ *
+ * What is not HTTP lives in the core and is shared with the other frontends:
+ * the server (core/server.h), metadata/statistics/index as data
+ * (core/kserve.h), request parameters, shared memory, classification and
+ * output order (core/infer.h), the JSON reader (common/json.h).
  *
  * Handlers never see libmicrohttpd: they get an nr_http_req_t (views of the
  * request) and fill an nr_http_resp_t, so each of them can be driven without
@@ -17,10 +21,11 @@
 #define NR_HTTP_INT_H
 
 #include "../../common/buf.h"
+#include "../../common/json.h"
 #include "../../common/status.h"
-#include "../../core/model.h"
-#include "../../core/repository.h"
-#include "../../core/shm.h"
+#include "../../core/infer.h"
+#include "../../core/kserve.h"
+#include "../../core/server.h"
 #include "http_server.h"
 
 #include <pthread.h>
@@ -29,21 +34,13 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* One output's labels (label_filename of a config output), one per line. */
-typedef struct {
-    const nr_model_config_t *cfg;
-    uint32_t output;
-    char *text;          /* the file, NUL-separated lines */
-    const char **lines;
-    size_t n_lines;
-} nr_http_labels_t;
-
 /* Request as a handler sees it. Views stay valid for the handler call. */
 typedef struct {
     const char *method;
     const char *model; size_t model_len; /* route's <m>, URL-decoded; NULL if none */
     int64_t version;                     /* route's <v>; -1 if none */
     bool has_repo;                       /* /v2/repository/<r>/...: a repository name */
+    bool load;                           /* .../load (not .../unload) */
     const char *region; size_t region_len; /* .../region/<r>/...; NULL if none */
     const char *body; size_t body_len;   /* the body as received (not inflated) */
     char *body_owned;  /* malloc'd block holding body (which may start inside it) or NULL;
@@ -75,17 +72,13 @@ void nr_http_resp_release(nr_http_resp_t *r);
 /* ---- http_server.c: server state read by the handlers -------------------- */
 
 struct nr_http_server_s {
-    nr_http_options_t opts; /* strings below are owned copies */
-    nr_repo_t *repo;
-    nr_shm_t *shm;             /* opts.shm, or the server's own registry (own_shm) */
-    bool own_shm;
+    nr_http_options_t opts; /* address is an owned copy */
+    nr_server_t *core;
     struct MHD_Daemon *daemon;
     _Atomic bool quiesced;
     int port;                  /* bound port */
     char *server_meta;         /* GET /v2 body, rendered once */
     size_t server_meta_len;
-    nr_http_labels_t *labels;  /* classification labels, loaded once */
-    size_t n_labels;
 };
 
 /* The headers a handler reads (values or NULL). */
@@ -95,9 +88,9 @@ typedef struct {
     const char *infer_header_len; /* Inference-Header-Content-Length */
 } nr_http_headers_t;
 
-/* A server without a daemon: options copied, metadata rendered, labels
- * loaded. nr_http_start adds the daemon; fuzzers and tests use it as is. */
-nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *repo);
+/* A server without a daemon: options copied, metadata rendered.
+ * nr_http_start adds the daemon; fuzzers and tests use it as is. */
+nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t *core);
 void nr_http_server_free(nr_http_server_t *s);
 
 /* One complete request, without sockets: routes (method, url) and runs the
@@ -116,72 +109,6 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
  * tensor in place instead of the backend copying it to an aligned buffer. */
 size_t nr_http_body_lead(const char *ihcl);
 
-/* ---- http_jparse.c: request JSON (rapidjson-compatible DOM) --------------- */
-
-typedef enum {
-    NR_JV_NULL, NR_JV_FALSE, NR_JV_TRUE,
-    NR_JV_INT,  /* fits int64 */
-    NR_JV_UINT, /* above INT64_MAX, fits uint64 (bits in u.i) */
-    NR_JV_REAL, NR_JV_STRING, NR_JV_ARRAY, NR_JV_OBJECT,
-} nr_jv_type_t;
-
-typedef struct nr_jv_s nr_jv_t;
-typedef struct nr_jv_member_s nr_jv_member_t;
-struct nr_jv_s {
-    uint8_t type; /* nr_jv_type_t */
-    size_t n;     /* string length, array or object count */
-    union {
-        int64_t i;
-        double d;
-        const char *str; /* not NUL-terminated when a view into the input */
-        nr_jv_t *items;
-        nr_jv_member_t *members;
-    } u;
-};
-struct nr_jv_member_s {
-    const char *key;
-    size_t key_len;
-    nr_jv_t val;
-};
-typedef struct nr_json_doc_s nr_json_doc_t;
-
-/* Parses buf[0..len) (which must outlive the document: strings may be views).
- * Errors are INVALID_ARG "failed to parse the request JSON buffer: <rapidjson
- * message> at <offset>". */
-NR_MUST_CHECK nr_status_t *nr_json_parse(const char *buf, size_t len, nr_json_doc_t **doc,
-                                         const nr_jv_t **root);
-void nr_json_free(nr_json_doc_t *doc);
-/* First member named key of an object; NULL if obj is not an object or lacks it. */
-const nr_jv_t *nr_jv_get(const nr_jv_t *obj, const char *key);
-
-static inline bool nr_jv_is_bool(const nr_jv_t *v)
-{
-    return v->type == NR_JV_TRUE || v->type == NR_JV_FALSE;
-}
-static inline bool nr_jv_is_uint(const nr_jv_t *v) /* rapidjson IsUint64 */
-{
-    return v->type == NR_JV_UINT || (v->type == NR_JV_INT && v->u.i >= 0);
-}
-static inline bool nr_jv_is_number(const nr_jv_t *v)
-{
-    return v->type == NR_JV_INT || v->type == NR_JV_UINT || v->type == NR_JV_REAL;
-}
-static inline double nr_jv_number(const nr_jv_t *v)
-{
-    return v->type == NR_JV_REAL ? v->u.d
-           : v->type == NR_JV_UINT ? (double)(uint64_t)v->u.i
-                                   : (double)v->u.i;
-}
-
-/* Triton's TritonJson texts, after "Unable to parse '<field>': " */
-#define T_MISSING "attempt to access non-existing object member '%s'"
-#define T_STRING "attempt to access JSON non-string as string"
-#define T_ARRAY "attempt to access JSON non-array as array"
-#define T_UINT "attempt to access JSON non-unsigned-integer as unsigned-integer"
-#define T_INT "attempt to access JSON non-signed-integer as signed-integer"
-#define T_BOOL "attempt to access JSON non-boolean as boolean"
-#define T_DOUBLE "attempt to access JSON non-number as double"
-
 /* ---- http_json.c -------------------------------------------------------- */
 
 /* {"error":"<msg>"} as application/json with the status' HTTP code. Takes st. */
@@ -190,15 +117,14 @@ void nr_http_error_msg(nr_http_resp_t *r, int status, const char *msg);
 void nr_http_json_ok(nr_http_resp_t *r); /* 200 application/json, body already set */
 void nr_http_empty(nr_http_resp_t *r, int status); /* empty text/plain */
 
-char *nr_http_server_meta_render(const nr_http_options_t *o, size_t *len);
+char *nr_http_server_meta_render(const nr_server_t *core, size_t *len);
 
 void nr_http_model_metadata(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_model_config(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_model_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_model_stats(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_repo_index(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
-/* Renders one model version's statistics object into b (Triton's layout). */
-void nr_http_stats_one(nr_buf_t *b, const nr_model_t *m);
+void nr_http_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* ---- http_compress.c ---------------------------------------------------- */
 
@@ -219,56 +145,41 @@ NR_MUST_CHECK nr_status_t *nr_http_deflate(nr_http_enc_t enc, const struct iovec
 
 /* ---- http_infer.c / http_encode.c --------------------------------------- */
 
-#define NR_HTTP_OUT_LISTED 1u /* named in the request's "outputs" */
-#define NR_HTTP_OUT_BINARY 2u /* answer in binary */
-
-/* An output the request asked to have written into a shared-memory region. */
-typedef struct {
-    nr_shm_region_t *region; /* a reference, released with the request */
-    void *addr;
-    uint64_t byte_size;
-} nr_http_shm_out_t;
-
 /* Everything one inference request owns on the HTTP side. */
 typedef struct nr_http_infer_s {
-    nr_model_t *model;
-    nr_req_t *req;
+    nr_infer_t base;     /* the request as the core sees it (model, req, shm, outputs) */
     nr_json_doc_t *doc;  /* the JSON header: input names may be views into it */
     char *body;          /* the body (inflated or as received); binary inputs view it */
     size_t body_len;
     char *body_mem;      /* owned allocation that holds body, or NULL: body itself is */
-    char **bufs; size_t n_bufs; /* converted JSON input data (one per input), raw BYTES */
     bool raw;            /* header length 0: the body is the single input */
     bool default_binary; /* for outputs not listed: binary_data_output / raw */
-    uint8_t *out_flags;  /* [cfg n_output]: NR_HTTP_OUT_* */
-    uint64_t *class_n;   /* [cfg n_output]: classification count, 0 = none */
-    nr_http_shm_out_t *shm_out; /* [cfg n_output] or NULL: outputs into shared memory */
-    nr_shm_region_t **shm_in; size_t n_shm_in; /* references of the inputs' regions */
-    const nr_http_server_t *srv; /* labels; may be NULL */
+    bool *binary;        /* [cfg n_output]: a listed output asked for binary_data */
     /* response side */
     nr_buf_t header;     /* JSON header */
-    char **extra; size_t n_extra; /* classification results kept for the iov */
     /* done() event: the connection thread waits, an instance thread signals */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool sync_init, finished;
 } nr_http_infer_t;
 
-/* Parses an infer body into inf->req (not yet submitted). Takes ownership of
- * `body` (malloc'd; binary inputs are views into it), or of inf->body_mem, the
- * malloc'd block that holds `body`, when the caller has set it. `ihcl` is the
- * Inference-Header-Content-Length header value or NULL. Works without a
+/* Parses an infer body into inf->base.req (not yet submitted). Takes ownership
+ * of `body` (malloc'd; binary inputs are views into it), or of inf->body_mem,
+ * the malloc'd block that holds `body`, when the caller has set it. `ihcl` is
+ * the Inference-Header-Content-Length header value or NULL. `core` gives the
+ * shared-memory regions and labels; NULL parses without them. Works without a
  * socket: this is the fuzzing entry point (bytes + headers in -> nr_req_t or
  * error). On error inf may be partly filled; nr_http_infer_free(inf) cleans
- * up either way. inf must be zeroed by the caller (srv may be set). */
-NR_MUST_CHECK nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_model_t *model,
-                                               char *body, size_t body_len, const char *ihcl);
+ * up either way. inf must be zeroed by the caller. */
+NR_MUST_CHECK nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_server_t *core,
+                                               nr_model_t *model, char *body, size_t body_len,
+                                               const char *ihcl);
 void nr_http_infer_free(nr_http_infer_t *inf);
 
 /* POST /v2/models/<m>[/versions/<v>]/infer: parse, submit, wait, encode. */
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
-/* After done(): builds the response from inf->req: r->iov = [JSON header,
+/* After done(): builds the response from the request's outputs: r->iov = [JSON header,
  * binary outputs...] (views into inf and the outputs), content type and
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
@@ -282,17 +193,5 @@ void nr_http_shm_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_
 void nr_http_cuda_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_cuda_register(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_cuda_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
-
-/* ---- http_classify.c ---------------------------------------------------- */
-
-void nr_http_labels_load(nr_http_server_t *s);
-void nr_http_labels_free(nr_http_server_t *s);
-const nr_http_labels_t *nr_http_labels_find(const nr_http_server_t *s,
-                                            const nr_model_config_t *cfg, uint32_t output);
-/* Top-k of `t` per batch item as BYTES "<value>:<index>[:<label>]" elements;
- * fills out (dtype STRING, dims, data = *buf, size) and sets *buf (malloc'd). */
-NR_MUST_CHECK nr_status_t *nr_http_classify(const nr_tensor_t *t, bool batching, uint64_t k,
-                                            const nr_http_labels_t *labels, nr_tensor_t *out,
-                                            char **buf);
 
 #endif

@@ -63,7 +63,6 @@ typedef enum {
 static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_live(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
-static void h_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* The routing table: which method each path pattern takes, who answers it,
@@ -85,7 +84,7 @@ static const struct {
     [R_INFER] = {"POST", nr_http_infer, true},
     [R_GENERATE] = {"POST", h_generate, false},
     [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
-    [R_REPO_CONTROL] = {"POST", h_repo_control, false},
+    [R_REPO_CONTROL] = {"POST", nr_http_repo_control, false},
     [R_SHM_STATUS] = {"GET", nr_http_shm_status, false},
     [R_SHM_REGISTER] = {"POST", nr_http_shm_register, true},
     [R_SHM_UNREGISTER] = {"POST", nr_http_shm_unregister, false},
@@ -102,6 +101,7 @@ typedef struct {
     bool bad_version;          /* [0-9]+ beyond int64 */
     const char *vstr; size_t vlen;
     bool has_repo; /* /v2/repository/<r>/... */
+    bool load;     /* .../models/<m>/load (not unload) */
     const char *region; size_t region_len; /* .../sharedmemory/region/<r>/... */
 } match_t;
 
@@ -208,7 +208,8 @@ static void route_repository(const char *p, match_t *m)
     }
     if (!take(&q, "models/") || !segment(&q, &m->model, &m->model_len))
         return;
-    if (strcmp(q, "/load") == 0 || strcmp(q, "/unload") == 0)
+    m->load = strcmp(q, "/load") == 0;
+    if (m->load || strcmp(q, "/unload") == 0)
         m->id = R_REPO_CONTROL;
 }
 
@@ -230,7 +231,7 @@ static void route_shm(const char *p, route_id_t first, match_t *m)
 
 static match_t route(const char *url)
 {
-    match_t m = {R_NONE, NULL, 0, -1, false, NULL, 0, false, NULL, 0};
+    match_t m = {R_NONE, NULL, 0, -1, false, NULL, 0, false, false, NULL, 0};
     const char *p = url;
     if (strcmp(p, "/v2") == 0)
         m.id = R_SERVER_META;
@@ -267,24 +268,12 @@ static void h_live(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 
 static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
-    bool ready = !atomic_load(&s->quiesced) &&
-                 (!s->opts.strict_readiness || nr_repo_all_ready(s->repo));
-    nr_http_empty(r, ready ? 200 : 400);
+    nr_http_empty(r, nr_server_ready(s->core) ? 200 : 400);
 }
 
 static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
     nr_http_error_msg(r, 501, "the generate extension is not supported");
-}
-
-static void h_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
-{
-    if (q->has_repo) {
-        nr_http_error_msg(r, 501, "'repository_name' specification is not supported");
-        return;
-    }
-    /* --model-control-mode=none: the model set is fixed after startup */
-    nr_http_error_msg(r, 503, "explicit model load / unload is not allowed if polling is enabled");
 }
 
 /* ---- responses ---------------------------------------------------------------- */
@@ -515,11 +504,8 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
         return;
     }
     if (m.bad_version) {
-        nr_http_error(r, nr_status_new(NR_INVALID_ARG,
-                                       "failed to get model version from specified version "
-                                       "string '%.*s' (details: stoll), version should be an "
-                                       "integral value > 0",
-                                       (int)m.vlen, m.vstr));
+        int64_t v;
+        nr_http_error(r, nr_kserve_parse_version(m.vstr, m.vlen, NR_PROTO_HTTP, &v));
         return;
     }
     nr_http_req_t q = {0};
@@ -528,6 +514,7 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.model_len = m.model_len;
     q.version = m.version;
     q.has_repo = m.has_repo;
+    q.load = m.load;
     q.region = m.region;
     q.region_len = m.region_len;
     q.body = *mem ? *mem + lead : "";
@@ -641,42 +628,29 @@ static bool resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
 
 void nr_http_server_free(nr_http_server_t *s)
 {
-    nr_http_labels_free(s);
-    if (s->own_shm)
-        nr_shm_free(s->shm);
     free(s->server_meta);
     free((char *)s->opts.address);
-    free((char *)s->opts.server_id);
-    free((char *)s->opts.server_version);
     free(s);
 }
 
-nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_repo_t *repo)
+nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t *core)
 {
     nr_http_server_t *s = nr_calloc(1, sizeof(*s));
     s->opts = *opts;
     s->opts.address = nr_strdup(opts->address ? opts->address : "0.0.0.0");
-    s->opts.server_id = nr_strdup(opts->server_id ? opts->server_id : "triton");
-    s->opts.server_version = nr_strdup(opts->server_version ? opts->server_version : "");
     if (s->opts.max_input_size == 0)
         s->opts.max_input_size = NR_DEFAULT_HTTP_MAX_INPUT;
-    s->repo = repo;
-    s->shm = opts->shm;
-    if (s->shm == NULL) {
-        s->shm = nr_shm_new();
-        s->own_shm = true;
-    }
-    s->opts.shm = NULL;
+    s->core = core;
     atomic_init(&s->quiesced, false);
-    s->server_meta = nr_http_server_meta_render(&s->opts, &s->server_meta_len);
-    nr_http_labels_load(s);
+    s->server_meta = nr_http_server_meta_render(core, &s->server_meta_len);
     return s;
 }
 
-nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo, nr_http_server_t **out)
+nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
+                           nr_http_server_t **out)
 {
     *out = NULL;
-    nr_http_server_t *s = nr_http_server_new(opts, repo);
+    nr_http_server_t *s = nr_http_server_new(opts, core);
 
     struct sockaddr_storage ss;
     bool v6 = false;

@@ -6,8 +6,7 @@
 #define NR_HTTP_SERVER_H
 
 #include "../../common/status.h"
-#include "../../core/repository.h"
-#include "../../core/shm.h"
+#include "../../core/server.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,28 +17,20 @@ typedef struct {
     int port;                /* --http-port, 8000 */
     int thread_count;        /* --http-thread-count, 8; unused: one thread per connection */
     uint64_t max_input_size; /* --http-max-input-size, 64 MiB */
-    const char *server_id;   /* --id, "triton" */
-    const char *server_version;
-    bool strict_readiness;   /* --strict-readiness */
-    nr_shm_t *shm;           /* shared-memory regions, borrowed (shared with other
-                                frontends); NULL: the server keeps its own */
 } nr_http_options_t;
 
 typedef struct nr_http_server_s nr_http_server_t;
 
-/* Binds and starts serving; the repository must outlive the server. */
-NR_MUST_CHECK nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_repo_t *repo,
+/* Binds and starts serving; the core must outlive the frontend. */
+NR_MUST_CHECK nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
                                          nr_http_server_t **out);
-/* Stops accepting new connections and makes readiness answer "not ready";
- * requests already received still complete. */
+/* Stops accepting new connections; requests already received still complete
+ * (readiness is the core's: nr_server_quiesce). */
 void nr_http_quiesce(nr_http_server_t *srv);
 /* Stops everything and frees the server. */
 void nr_http_stop(nr_http_server_t *srv);
 
 /* The bound port (useful with --http-port=0). */
 int nr_http_port(const nr_http_server_t *srv);
-/* The extensions GET /v2 lists (for the startup Option table's
- * server_extensions row); a static table. Returns the count. */
-size_t nr_http_extensions(const char *const **out);
 
 #endif

@@ -38,7 +38,8 @@ void nr_http_shm_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r
 {
     nr_buf_reset(&r->body);
     nr_buf_putc(&r->body, '[');
-    nr_status_t *st = nr_shm_visit(s->shm, q->region, q->region_len, put_region, &r->body);
+    nr_status_t *st =
+        nr_shm_visit(nr_server_shm(s->core), q->region, q->region_len, put_region, &r->body);
     if (st != NULL) {
         nr_http_error(r, st);
         return;
@@ -57,7 +58,7 @@ static nr_status_t *uint_member(const nr_jv_t *root, const char *key, bool requi
                                         "Shared memory register request has no '%s' field", key)
                         : NULL;
     if (!nr_jv_is_uint(v))
-        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " T_UINT, key);
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s': " NR_TJ_UINT, key);
     *out = (uint64_t)v->u.i;
     return NULL;
 }
@@ -78,14 +79,14 @@ static nr_status_t *do_register(nr_http_server_t *s, nr_http_req_t *q)
     if (key == NULL)
         st = nr_status_new(NR_INVALID_ARG, "Shared memory register request has no 'key' field");
     else if (key->type != NR_JV_STRING)
-        st = nr_status_new(NR_INVALID_ARG, "Unable to parse 'key': " T_STRING);
+        st = nr_status_new(NR_INVALID_ARG, "Unable to parse 'key': " NR_TJ_STRING);
     if (st == NULL)
         st = uint_member(root, "offset", false, &offset);
     if (st == NULL)
         st = uint_member(root, "byte_size", true, &byte_size);
     if (st == NULL)
-        st = nr_shm_register(s->shm, q->region, q->region_len, key->u.str, key->n, offset,
-                             byte_size);
+        st = nr_shm_register(nr_server_shm(s->core), q->region, q->region_len, key->u.str,
+                             key->n, offset, byte_size);
     nr_json_free(doc);
     return st;
 }
@@ -101,7 +102,7 @@ void nr_http_shm_register(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t 
 
 void nr_http_shm_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
-    nr_shm_unregister(s->shm, q->region, q->region_len);
+    nr_shm_unregister(nr_server_shm(s->core), q->region, q->region_len);
     json_ok_empty(r);
 }
 
@@ -110,9 +111,7 @@ void nr_http_shm_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_
 void nr_http_cuda_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
     if (q->region != NULL) {
-        nr_http_error(r, nr_status_new(NR_NOT_FOUND,
-                                       "Unable to find cuda shared memory region: '%.*s'",
-                                       (int)q->region_len, q->region));
+        nr_http_error(r, nr_kserve_cuda_status(q->region, q->region_len));
         return;
     }
     nr_buf_reset(&r->body);
@@ -122,14 +121,7 @@ void nr_http_cuda_status(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *
 
 void nr_http_cuda_register(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
-    if (q->region == NULL)
-        nr_http_error(r, nr_status_new(NR_INVALID_ARG, "'region name' is necessary to register "
-                                                       "cuda shared memory region"));
-    else
-        nr_http_error(r, nr_status_new(NR_INVALID_ARG,
-                                       "failed to register CUDA shared memory region: '%.*s', "
-                                       "GPUs not supported",
-                                       (int)q->region_len, q->region));
+    nr_http_error(r, nr_kserve_cuda_register(q->region, q->region_len));
 }
 
 void nr_http_cuda_unregister(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)

@@ -1,4 +1,4 @@
-/* http_jparse.c - the JSON reader for request bodies: a DOM parser that
+/* json.c - the JSON reader (json.h): a DOM parser that
  * accepts exactly what Triton's parser (rapidjson with NaN/Inf enabled) does
  * and fails with rapidjson's messages and offsets:
  *   failed to parse the request JSON buffer: Invalid value. at 12
@@ -14,10 +14,10 @@
  * as rapidjson's FindMember does). Nesting is limited to NR_JSON_MAX_DEPTH.
  * No locks; a document belongs to one request.
  */
-#include "http_int.h"
+#include "json.h"
 
-#include "../../common/alloc.h"
-#include "../../common/arena.h"
+#include "alloc.h"
+#include "arena.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,15 +1,17 @@
-/* http_classify.c - Triton's classification extension: an output requested
- * with parameters {"classification": k} is answered as BYTES [batch, k]
+/* classify.c - Triton's classification extension (classify.h): an output
+ * requested with a classification count k is answered as BYTES [batch, k]
  * (just [k] without batching) holding the top-k elements of each batch item
  * as "<value>:<index>[:<label>]". Values print like C++ std::to_string
  * ("%f" for floats, plain integers otherwise); ties keep the lower index; k
  * is clipped to the element count. Labels come from the output's
  * label_filename in the model directory, read once when the server starts.
  */
-#include "http_int.h"
+#include "classify.h"
 
-#include "../../common/alloc.h"
-#include "../../common/log.h"
+#include "../common/alloc.h"
+#include "../common/buf.h"
+#include "../common/limits.h"
+#include "../common/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,7 @@ static char *read_file(const char *path, size_t *len)
     return nr_buf_steal(&b, len);
 }
 
-static void load_one(nr_http_server_t *s, const nr_repo_entry_t *e, uint32_t o)
+static void load_one(nr_label_set_t *s, const nr_repo_entry_t *e, uint32_t o)
 {
     const char *fn = e->cfg->output[o].label_filename;
     char *path = nr_asprintf("%s/%s", e->dir, fn);
@@ -44,9 +46,8 @@ static void load_one(nr_http_server_t *s, const nr_repo_entry_t *e, uint32_t o)
         return;
     }
     free(path);
-    nr_http_labels_t *l;
-    s->labels = nr_realloc(s->labels, (s->n_labels + 1) * sizeof(*s->labels));
-    l = &s->labels[s->n_labels++];
+    s->v = nr_realloc(s->v, (s->n + 1) * sizeof(*s->v));
+    nr_labels_t *l = &s->v[s->n++];
     l->cfg = e->cfg;
     l->output = o;
     l->text = text;
@@ -66,10 +67,10 @@ static void load_one(nr_http_server_t *s, const nr_repo_entry_t *e, uint32_t o)
     }
 }
 
-void nr_http_labels_load(nr_http_server_t *s)
+void nr_labels_load(nr_label_set_t *s, const nr_repo_t *repo)
 {
-    for (size_t i = 0; i < nr_repo_count(s->repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(s->repo, i);
+    for (size_t i = 0; i < nr_repo_count(repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
         if (e->cfg == NULL || e->dir == NULL)
             continue;
         for (size_t o = 0; o < e->cfg->n_output; o++) {
@@ -80,25 +81,25 @@ void nr_http_labels_load(nr_http_server_t *s)
     }
 }
 
-void nr_http_labels_free(nr_http_server_t *s)
+void nr_labels_free(nr_label_set_t *s)
 {
-    for (size_t i = 0; i < s->n_labels; i++) {
-        free(s->labels[i].text);
-        free(s->labels[i].lines);
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->v[i].text);
+        free(s->v[i].lines);
     }
-    free(s->labels);
-    s->labels = NULL;
-    s->n_labels = 0;
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
 }
 
-const nr_http_labels_t *nr_http_labels_find(const nr_http_server_t *s,
-                                            const nr_model_config_t *cfg, uint32_t output)
+const nr_labels_t *nr_labels_find(const nr_label_set_t *s, const nr_model_config_t *cfg,
+                                  uint32_t output)
 {
     if (s == NULL)
         return NULL;
-    for (size_t i = 0; i < s->n_labels; i++)
-        if (s->labels[i].cfg == cfg && s->labels[i].output == output)
-            return &s->labels[i];
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].cfg == cfg && s->v[i].output == output)
+            return &s->v[i];
     return NULL;
 }
 
@@ -169,8 +170,8 @@ static void put_value(nr_buf_t *b, nr_dtype_t dt, const char *p)
     }
 }
 
-nr_status_t *nr_http_classify(const nr_tensor_t *t, bool batching, uint64_t k,
-                              const nr_http_labels_t *labels, nr_tensor_t *out, char **buf)
+nr_status_t *nr_classify(const nr_tensor_t *t, bool batching, uint64_t k,
+                         const nr_labels_t *labels, nr_tensor_t *out, char **buf)
 {
     *buf = NULL;
     nr_dtype_t dt = t->dtype;

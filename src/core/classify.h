@@ -1,0 +1,45 @@
+/* classify.h - Triton's classification extension, for every frontend: an
+ * output requested with a classification count k is answered as BYTES
+ * [batch, k] (just [k] without batching) holding the top-k elements of each
+ * batch item as "<value>:<index>[:<label>]", with labels from the output's
+ * label_filename in the model directory.
+ */
+#ifndef NR_CLASSIFY_H
+#define NR_CLASSIFY_H
+
+#include "../common/status.h"
+#include "repository.h"
+#include "tensor.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One output's labels (label_filename of a config output), one per line. */
+typedef struct {
+    const nr_model_config_t *cfg;
+    uint32_t output;
+    char *text;          /* the file, NUL-separated lines */
+    const char **lines;
+    size_t n_lines;
+} nr_labels_t;
+
+/* Every label file of a repository's models, read once. */
+typedef struct {
+    nr_labels_t *v;
+    size_t n;
+} nr_label_set_t;
+
+/* Reads the label files of every model in repo (a missing file is a warning). */
+void nr_labels_load(nr_label_set_t *set, const nr_repo_t *repo);
+void nr_labels_free(nr_label_set_t *set);
+/* The labels of output `output` of the model whose config is cfg, or NULL. */
+const nr_labels_t *nr_labels_find(const nr_label_set_t *set, const nr_model_config_t *cfg,
+                                  uint32_t output);
+
+/* Top-k of `t` per batch item as BYTES "<value>:<index>[:<label>]" elements;
+ * fills out (dtype STRING, dims, data = *buf, size) and sets *buf (malloc'd). */
+NR_MUST_CHECK nr_status_t *nr_classify(const nr_tensor_t *t, bool batching, uint64_t k,
+                                       const nr_labels_t *labels, nr_tensor_t *out, char **buf);
+
+#endif

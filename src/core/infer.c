@@ -1,0 +1,352 @@
+/* infer.c - one protocol-neutral inference request (infer.h). */
+#include "infer.h"
+
+#include "../common/alloc.h"
+#include "../common/json.h"
+#include "classify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nr_infer_init(nr_infer_t *inf, nr_server_t *srv, nr_model_t *m, void *frontend)
+{
+    size_t n_out = m->cfg->n_output ? m->cfg->n_output : 1;
+    inf->srv = srv;
+    inf->model = m;
+    inf->req = nr_req_new(m);
+    inf->req->frontend = frontend;
+    inf->listed = nr_calloc(n_out, sizeof(bool));
+    inf->class_n = nr_calloc(n_out, sizeof(uint64_t));
+}
+
+void nr_infer_release(nr_infer_t *inf)
+{
+    if (inf->req != NULL)
+        nr_req_free(inf->req); /* drops the output holds */
+    inf->req = NULL;
+    for (size_t i = 0; i < inf->n_owned; i++)
+        free(inf->owned[i]);
+    free(inf->owned);
+    if (inf->shm_out != NULL)
+        for (size_t i = 0; i < inf->model->cfg->n_output; i++)
+            nr_shm_put(inf->shm_out[i].region);
+    free(inf->shm_out);
+    for (size_t i = 0; i < inf->n_shm_in; i++)
+        nr_shm_put(inf->shm_in[i]);
+    free(inf->shm_in);
+    free(inf->listed);
+    free(inf->class_n);
+    free(inf->outs);
+    free(inf->class_t);
+    memset(inf, 0, sizeof(*inf));
+}
+
+char *nr_infer_keep(nr_infer_t *inf, char *buf)
+{
+    inf->owned = nr_realloc(inf->owned, (inf->n_owned + 1) * sizeof(char *));
+    inf->owned[inf->n_owned++] = buf;
+    return buf;
+}
+
+/* ---- parameters ----------------------------------------------------------------- */
+
+static bool key_is(const nr_param_t *p, const char *k)
+{
+    size_t n = strlen(k);
+    return p->key_len == n && memcmp(p->key, k, n) == 0;
+}
+
+/* rapidjson's IsUint64 / a non-negative int64_param */
+static bool is_uint(const nr_param_t *p)
+{
+    return p->type == NR_PARAM_UINT64 || (p->type == NR_PARAM_INT64 && p->v.i >= 0);
+}
+
+static uint64_t uint_value(const nr_param_t *p)
+{
+    return p->type == NR_PARAM_UINT64 ? p->v.u : (uint64_t)p->v.i;
+}
+
+/* HTTP's texts: the JSON accessor's, as Triton's HTTP frontend reports them. */
+static nr_status_t *http_bad(const nr_param_t *p, const char *what)
+{
+    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%.*s': %s", (int)p->key_len, p->key,
+                         what);
+}
+
+static nr_status_t *grpc_bad_type(const nr_param_t *p, const char *expected)
+{
+    return nr_status_new(NR_INVALID_ARG,
+                         "invalid value type for '%.*s' parameter, expected %s.", (int)p->key_len,
+                         p->key, expected);
+}
+
+static nr_status_t *grpc_negative(const nr_param_t *p)
+{
+    return nr_status_new(NR_INVALID_ARG, "invalid value for '%.*s' expected value >= 0.",
+                         (int)p->key_len, p->key);
+}
+
+static void set_priority(nr_req_t *req, uint64_t pr)
+{
+    req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
+}
+
+static nr_status_t *http_param(nr_infer_t *inf, const nr_param_t *p)
+{
+    nr_req_t *req = inf->req;
+    if (key_is(p, "sequence_id")) {
+        /* nereid has no sequence batcher: validated, then ignored (Triton
+         * ignores it too for models without sequence batching) */
+        if (!is_uint(p) && p->type != NR_PARAM_STRING)
+            return http_bad(p, NR_TJ_STRING);
+    } else if (key_is(p, "sequence_start") || key_is(p, "sequence_end")) {
+        if (p->type != NR_PARAM_BOOL)
+            return http_bad(p, NR_TJ_BOOL);
+    } else if (key_is(p, "priority")) {
+        if (!is_uint(p))
+            return http_bad(p, NR_TJ_UINT);
+        set_priority(req, uint_value(p));
+    } else if (key_is(p, "timeout")) {
+        if (!is_uint(p))
+            return http_bad(p, NR_TJ_UINT);
+        req->timeout_us = uint_value(p);
+    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter keys starting with 'triton_' are reserved for Triton "
+                             "usage and should not be specified.");
+    } else if (p->type == NR_PARAM_OTHER) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter '%.*s' has invalid type. It should be either 'int', "
+                             "'bool', or 'string'.",
+                             (int)p->key_len, p->key);
+    }
+    return NULL;
+}
+
+static nr_status_t *grpc_param(nr_infer_t *inf, const nr_param_t *p)
+{
+    nr_req_t *req = inf->req;
+    if (key_is(p, "sequence_id")) {
+        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_STRING)
+            return grpc_bad_type(p, "int64_param or string_param");
+    } else if (key_is(p, "sequence_start") || key_is(p, "sequence_end")) {
+        if (p->type != NR_PARAM_BOOL)
+            return grpc_bad_type(p, "bool_param");
+    } else if (key_is(p, "priority")) {
+        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_UINT64)
+            return grpc_bad_type(p, "int64_param or uint64_param");
+        if (!is_uint(p))
+            return grpc_negative(p);
+        set_priority(req, uint_value(p));
+    } else if (key_is(p, "timeout")) {
+        if (p->type != NR_PARAM_INT64)
+            return grpc_bad_type(p, "int64_param");
+        if (!is_uint(p))
+            return grpc_negative(p);
+        req->timeout_us = uint_value(p);
+    } else if (key_is(p, "triton_enable_empty_final_response")) {
+        if (p->type != NR_PARAM_BOOL)
+            return grpc_bad_type(p, "bool_param");
+    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter keys starting with 'triton_' are reserved for Triton "
+                             "usage. Only the following keys starting with 'triton_' are "
+                             "allowed: triton_enable_empty_final_response");
+    }
+    return NULL;
+}
+
+nr_status_t *nr_infer_param(nr_infer_t *inf, nr_proto_t proto, const nr_param_t *p)
+{
+    return proto == NR_PROTO_GRPC ? grpc_param(inf, p) : http_param(inf, p);
+}
+
+/* ---- inputs and outputs ------------------------------------------------------------ */
+
+static nr_status_t *shm_lookup(nr_infer_t *inf, const char *region, size_t len, uint64_t offset,
+                               uint64_t byte_size, nr_shm_region_t **ref, void **addr)
+{
+    if (inf->srv == NULL) /* parsed without a server */
+        return nr_status_new(NR_NOT_FOUND, "Unable to find shared memory region: '%.*s'",
+                             (int)len, region);
+    return nr_shm_get(nr_server_shm(inf->srv), region, len, offset, byte_size, ref, addr);
+}
+
+static const char empty_data[1];
+
+nr_status_t *nr_infer_shm_input(nr_infer_t *inf, const char *region, size_t len,
+                                uint64_t offset, uint64_t byte_size, const void **data,
+                                size_t *size)
+{
+    nr_shm_region_t *ref;
+    void *addr;
+    nr_status_t *st = shm_lookup(inf, region, len, offset, byte_size, &ref, &addr);
+    if (st != NULL)
+        return st;
+    inf->shm_in = nr_realloc(inf->shm_in, (inf->n_shm_in + 1) * sizeof(*inf->shm_in));
+    inf->shm_in[inf->n_shm_in++] = ref;
+    *data = byte_size > 0 ? addr : empty_data;
+    *size = (size_t)byte_size;
+    return NULL;
+}
+
+static int cfg_output_index(const nr_model_config_t *cfg, const char *name, size_t len)
+{
+    for (size_t i = 0; i < cfg->n_output; i++)
+        if (strlen(cfg->output[i].name) == len && memcmp(cfg->output[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+nr_status_t *nr_infer_output(nr_infer_t *inf, const char *name, size_t len, int *index)
+{
+    *index = -1;
+    nr_status_t *st = nr_req_add_output(inf->req, name, len);
+    if (st != NULL)
+        return st;
+    int idx = cfg_output_index(inf->model->cfg, name, len);
+    if (idx >= 0 && !inf->listed[idx]) {
+        inf->listed[idx] = true;
+        *index = idx;
+    }
+    return NULL;
+}
+
+void nr_infer_output_classify(nr_infer_t *inf, int index, uint64_t k)
+{
+    if (index >= 0)
+        inf->class_n[index] = k;
+}
+
+nr_status_t *nr_infer_output_shm(nr_infer_t *inf, int index, const char *region, size_t len,
+                                 uint64_t offset, uint64_t byte_size)
+{
+    nr_infer_shm_out_t so = {NULL, NULL, byte_size};
+    nr_status_t *st = shm_lookup(inf, region, len, offset, byte_size, &so.region, &so.addr);
+    if (st != NULL)
+        return st;
+    if (index < 0) {
+        nr_shm_put(so.region);
+        return NULL;
+    }
+    if (inf->shm_out == NULL)
+        inf->shm_out = nr_calloc(inf->model->cfg->n_output, sizeof(*inf->shm_out));
+    nr_shm_put(inf->shm_out[index].region);
+    inf->shm_out[index] = so;
+    return NULL;
+}
+
+nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg)
+{
+    inf->req->done = done;
+    inf->req->done_arg = arg;
+    return nr_model_submit(inf->model, inf->req);
+}
+
+/* ---- the result ------------------------------------------------------------------- */
+
+/* Order of req->outputs[] entries in the reply: by output name. */
+static void output_order(const nr_infer_t *inf, size_t *ord)
+{
+    const nr_req_t *req = inf->req;
+    const nr_model_config_t *cfg = inf->model->cfg;
+    size_t n = req->n_want;
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    const uint32_t *by_name = inf->model->outputs_by_name;
+    /* rank of config index c = its position in by_name */
+    uint32_t rank_small[64];
+    uint32_t *rank =
+        cfg->n_output <= 64 ? rank_small : nr_malloc(cfg->n_output * sizeof(uint32_t));
+    for (size_t j = 0; j < cfg->n_output; j++)
+        rank[j] = (uint32_t)j;
+    if (by_name != NULL)
+        for (size_t j = 0; j < cfg->n_output; j++)
+            if (by_name[j] < cfg->n_output)
+                rank[by_name[j]] = (uint32_t)j;
+    for (size_t i = 1; i < n; i++) { /* insertion sort: a handful of outputs */
+        size_t x = ord[i], j = i;
+        while (j > 0 && rank[req->want[ord[j - 1]]] > rank[req->want[x]]) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = x;
+    }
+    if (rank != rank_small)
+        free(rank);
+}
+
+/* Copies an output into the region the request named for it. */
+static nr_status_t *write_shm(const nr_infer_shm_out_t *so, const nr_tensor_t *t,
+                              const char *name)
+{
+    if (t->size > so->byte_size)
+        return nr_status_new(NR_INTERNAL,
+                             "shared memory size specified with the request for output '%s' "
+                             "(%llu bytes) should be at least %zu bytes to hold the results",
+                             name, (unsigned long long)so->byte_size, t->size);
+    if (t->size > 0)
+        memcpy(so->addr, t->data, t->size);
+    return nr_shm_check(so->region);
+}
+
+nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size_t *n_outs)
+{
+    *outs = NULL;
+    *n_outs = 0;
+    nr_req_t *req = inf->req;
+    if (req->status != NULL)
+        return nr_status_new(req->status->code, "%s", nr_status_msg(req->status));
+    for (size_t i = 0; i < inf->n_shm_in; i++) { /* inputs read from a truncated object */
+        nr_status_t *st = nr_shm_check(inf->shm_in[i]);
+        if (st != NULL)
+            return st;
+    }
+    const nr_model_config_t *cfg = inf->model->cfg;
+    size_t n = req->n_want;
+    free(inf->outs);
+    free(inf->class_t);
+    inf->outs = nr_calloc(n ? n : 1, sizeof(*inf->outs));
+    inf->class_t = nr_calloc(n ? n : 1, sizeof(*inf->class_t));
+    inf->n_outs = 0;
+    size_t *ord = nr_malloc((n ? n : 1) * sizeof(size_t));
+    output_order(inf, ord);
+    nr_status_t *st = NULL;
+    for (size_t k = 0; k < n && st == NULL; k++) {
+        size_t i = ord[k];
+        uint32_t c = req->want[i];
+        if (c >= cfg->n_output) {
+            st = nr_status_new(NR_INTERNAL, "output index %u out of range", c);
+            break;
+        }
+        nr_infer_out_t *o = &inf->outs[k];
+        o->index = c;
+        o->name = cfg->output[c].name;
+        o->t = &req->outputs[i];
+        if (inf->class_n[c] > 0) {
+            char *buf = NULL;
+            st = nr_classify(o->t, cfg->max_batch_size > 0, inf->class_n[c],
+                             nr_server_labels(inf->srv, cfg, c), &inf->class_t[k], &buf);
+            if (buf != NULL)
+                nr_infer_keep(inf, buf);
+            if (st != NULL)
+                break;
+            o->t = &inf->class_t[k];
+        }
+        const nr_infer_shm_out_t *so = inf->shm_out ? &inf->shm_out[c] : NULL;
+        if (so != NULL && so->region != NULL) {
+            if ((st = write_shm(so, o->t, o->name)) != NULL)
+                break;
+            o->in_shm = true;
+        }
+    }
+    free(ord);
+    if (st != NULL)
+        return st;
+    inf->n_outs = n;
+    *outs = inf->outs;
+    *n_outs = n;
+    return NULL;
+}

@@ -1,0 +1,127 @@
+/* infer.h - one KServe v2 inference request as every frontend builds it
+ * (nr_infer_t): the core request (nr_req_t) plus what the protocol adds
+ * around it and is the same over HTTP and gRPC: request parameters and
+ * their validation, inputs read from shared-memory regions (a reference held
+ * per region), outputs written into regions, classification, and the
+ * outputs of the reply in Triton's order (sorted by name). A frontend parses
+ * its encoding into these calls, submits, and renders nr_infer_outputs.
+ *
+ * Ownership: a frontend embeds an nr_infer_t in its per-request state,
+ * initialises it for a model, and releases it once the reply no longer
+ * points into the outputs (nr_infer_release drops the request, its output
+ * holds and the region references). One thread at a time; nothing here
+ * locks except the shared-memory registry inside its own calls.
+ */
+#ifndef NR_INFER_H
+#define NR_INFER_H
+
+#include "kserve.h"
+#include "model.h"
+#include "server.h"
+#include "shm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An output the request asked to have written into a shared-memory region. */
+typedef struct {
+    nr_shm_region_t *region; /* a reference, released with the request */
+    void *addr;
+    uint64_t byte_size;
+} nr_infer_shm_out_t;
+
+/* One output of the reply, in reply order. */
+typedef struct {
+    uint32_t index;        /* the config output */
+    const char *name;
+    const nr_tensor_t *t;  /* what to send: the backend's tensor, or its classification */
+    bool in_shm;           /* already written into its region: the reply names it only */
+} nr_infer_out_t;
+
+typedef struct nr_infer_s {
+    nr_server_t *srv;    /* shared-memory registry and labels; NULL when parsing alone */
+    nr_model_t *model;
+    nr_req_t *req;
+    bool *listed;        /* [cfg n_output]: named in the request's outputs */
+    uint64_t *class_n;   /* [cfg n_output]: classification count, 0 = none */
+    nr_infer_shm_out_t *shm_out;                /* [cfg n_output] or NULL */
+    nr_shm_region_t **shm_in; size_t n_shm_in;  /* regions the inputs read */
+    char **owned; size_t n_owned;               /* buffers the request keeps */
+    nr_infer_out_t *outs; size_t n_outs;        /* nr_infer_outputs' result */
+    nr_tensor_t *class_t;                       /* [n_want]: classified outputs */
+} nr_infer_t;
+
+/* Starts a request for model m (srv may be NULL); req->frontend = frontend. */
+void nr_infer_init(nr_infer_t *inf, nr_server_t *srv, nr_model_t *m, void *frontend);
+/* Frees everything inf owns (not inf itself); safe on a zeroed inf. */
+void nr_infer_release(nr_infer_t *inf);
+/* inf takes buf (malloc'd) and frees it with the request; returns buf. */
+char *nr_infer_keep(nr_infer_t *inf, char *buf);
+
+/* ---- parameters ----------------------------------------------------------------- */
+
+typedef enum {
+    NR_PARAM_BOOL,
+    NR_PARAM_INT64,  /* HTTP: a JSON integer that fits int64; gRPC: int64_param */
+    NR_PARAM_UINT64, /* HTTP: a JSON integer above INT64_MAX; gRPC: uint64_param */
+    NR_PARAM_DOUBLE,
+    NR_PARAM_STRING,
+    NR_PARAM_OTHER,  /* anything else (HTTP: null, array, object; gRPC: no value) */
+} nr_param_type_t;
+
+typedef struct {
+    const char *key;
+    size_t key_len;
+    nr_param_type_t type;
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        double d;
+        struct { const char *p; size_t n; } s;
+    } v;
+} nr_param_t;
+
+/* One request-level parameter: sequence_id, sequence_start, sequence_end,
+ * priority, timeout (applied to the request), triton_* keys (refused, but
+ * for what the protocol allows) and custom keys (type-checked, kept by
+ * nobody: no backend reads them). Errors are each frontend's Triton texts. */
+NR_MUST_CHECK nr_status_t *nr_infer_param(nr_infer_t *inf, nr_proto_t proto,
+                                          const nr_param_t *p);
+
+/* ---- inputs and outputs ------------------------------------------------------------ */
+
+/* The bytes [offset, offset + byte_size) of a registered region as an input's
+ * data; the request holds the region until it is released. */
+NR_MUST_CHECK nr_status_t *nr_infer_shm_input(nr_infer_t *inf, const char *region, size_t len,
+                                              uint64_t offset, uint64_t byte_size,
+                                              const void **data, size_t *size);
+
+/* The request names output `name` (unknown: Triton's error). *index is its
+ * config index the first time it is named, -1 when named again (the first
+ * listing counts, as in Triton). */
+NR_MUST_CHECK nr_status_t *nr_infer_output(nr_infer_t *inf, const char *name, size_t len,
+                                           int *index);
+/* Output `index` is answered as its top-k classification (k = 0: plainly). */
+void nr_infer_output_classify(nr_infer_t *inf, int index, uint64_t k);
+/* Output `index` is written into [offset, offset + byte_size) of a region,
+ * which the request holds until it is released. With index -1 (an output
+ * named again) the region is checked and not kept. */
+NR_MUST_CHECK nr_status_t *nr_infer_output_shm(nr_infer_t *inf, int index, const char *region,
+                                               size_t len, uint64_t offset, uint64_t byte_size);
+
+/* Validates and queues the request (nr_model_submit); done(req, arg) runs
+ * once it has finished, possibly before this returns. On error nothing was
+ * queued and done is not called. */
+NR_MUST_CHECK nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg);
+
+/* After done: the request's result as the reply's outputs, in reply order
+ * (by output name), classification applied and shared-memory outputs
+ * written. *outs stays valid until nr_infer_release. Returns the request's
+ * error, a region's error (truncated by its owner, too small for an output),
+ * or a classification error. */
+NR_MUST_CHECK nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs,
+                                            size_t *n);
+
+#endif

@@ -1,0 +1,200 @@
+/* kserve.c - protocol-neutral KServe v2 semantics (kserve.h). */
+#include "kserve.h"
+
+#include "../common/alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, size_t len, int64_t version,
+                             nr_model_t **out)
+{
+    return nr_repo_get(nr_server_repo(s), name, len, version, out);
+}
+
+bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t version)
+{
+    nr_model_t *m;
+    nr_status_t *st = nr_kserve_model(s, name, len, version, &m);
+    nr_status_free(st);
+    return st == NULL;
+}
+
+nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, int64_t *out)
+{
+    *out = -1;
+    if (n == 0)
+        return NULL;
+    char buf[64];
+    bool ok = n < sizeof(buf);
+    if (ok) {
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        char *end;
+        errno = 0;
+        long long v = strtoll(buf, &end, 10);
+        /* std::stol: leading blanks and a sign allowed, trailing text ignored */
+        ok = end != buf && errno != ERANGE && (proto == NR_PROTO_GRPC || *end == '\0');
+        if (ok)
+            *out = v;
+    }
+    if (ok)
+        return NULL;
+    return nr_status_new(NR_INVALID_ARG,
+                         "failed to get model version from specified version string '%.*s' "
+                         "(details: %s), version should be an integral value > 0",
+                         (int)n, s, proto == NR_PROTO_GRPC ? "stol" : "stoll");
+}
+
+/* ---- metadata ---------------------------------------------------------------- */
+
+nr_status_t *nr_kserve_model_metadata(nr_server_t *s, const char *name, size_t len,
+                                      int64_t version, nr_model_meta_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    nr_model_t *m = NULL;
+    nr_status_t *st = nr_kserve_model(s, name, len, version, &m);
+    if (st != NULL)
+        return st;
+    const nr_model_config_t *cfg = m->cfg;
+    out->model = m;
+    out->platform = cfg->platform && cfg->platform[0] ? cfg->platform : cfg->backend;
+    if (out->platform == NULL)
+        out->platform = "";
+    if (version >= 0) {
+        out->versions = nr_malloc(sizeof(char *));
+        out->versions[out->n_versions++] = m->version_str;
+        return NULL;
+    }
+    const nr_repo_entry_t *e = nr_repo_entry(nr_server_repo(s), name, len);
+    out->versions = nr_malloc((e->n_versions ? e->n_versions : 1) * sizeof(char *));
+    for (size_t i = 0; i < e->n_versions; i++)
+        if (e->versions[i]->state == NR_MODEL_READY)
+            out->versions[out->n_versions++] = e->versions[i]->version_str;
+    return NULL;
+}
+
+void nr_kserve_model_meta_free(nr_model_meta_t *m)
+{
+    free(m->versions);
+    memset(m, 0, sizeof(*m));
+}
+
+size_t nr_kserve_meta_shape(const nr_model_config_t *cfg, const nr_cfg_dims_t *dims,
+                            int64_t *out)
+{
+    size_t n = 0;
+    if (cfg->max_batch_size > 0)
+        out[n++] = -1;
+    for (size_t i = 0; i < dims->n && n < NR_MAX_DIMS + 1; i++)
+        out[n++] = dims->v[i];
+    return n;
+}
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+/* Calls fn for every READY version of e (or only `version`); returns how many. */
+static size_t stats_entry(const nr_repo_entry_t *e, int64_t version, nr_kserve_stats_fn fn,
+                          void *arg)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_versions; i++) {
+        const nr_model_t *m = e->versions[i];
+        if (m->state != NR_MODEL_READY || (version >= 0 && m->version != version))
+            continue;
+        nr_stats_snap_t sn;
+        nr_stats_snapshot(&m->stats, &sn);
+        fn(m, &sn, arg);
+        nr_stats_snap_free(&sn);
+        n++;
+    }
+    return n;
+}
+
+nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len, int64_t version,
+                             nr_kserve_stats_fn fn, void *arg)
+{
+    const nr_repo_t *repo = nr_server_repo(s);
+    if (name == NULL) {
+        for (size_t i = 0; i < nr_repo_count(repo); i++)
+            stats_entry(nr_repo_entry_at(repo, i), -1, fn, arg);
+        return NULL;
+    }
+    const nr_repo_entry_t *e = nr_repo_entry(repo, name, len);
+    if (e != NULL && stats_entry(e, version, fn, arg) > 0)
+        return NULL;
+    if (e != NULL && version >= 0)
+        return nr_status_new(NR_INVALID_ARG,
+                             "requested model version is not available for model '%.*s'",
+                             (int)len, name);
+    return nr_status_new(NR_INVALID_ARG, "requested model '%.*s' is not available", (int)len,
+                         name);
+}
+
+/* ---- repository ------------------------------------------------------------------ */
+
+static const char *state_name(nr_model_state_t st)
+{
+    switch (st) {
+    case NR_MODEL_LOADING: return "LOADING";
+    case NR_MODEL_READY: return "READY";
+    case NR_MODEL_UNAVAILABLE: return "UNAVAILABLE";
+    }
+    return "UNKNOWN";
+}
+
+void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn, void *arg)
+{
+    const nr_repo_t *repo = nr_server_repo(s);
+    for (size_t i = 0; i < nr_repo_count(repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
+        if (e->n_versions == 0) {
+            if (!ready_only) {
+                nr_index_entry_t ie = {e->name, NULL, "UNAVAILABLE", e->reason};
+                fn(&ie, arg);
+            }
+            continue;
+        }
+        for (size_t v = 0; v < e->n_versions; v++) {
+            const nr_model_t *m = e->versions[v];
+            if (ready_only && m->state != NR_MODEL_READY)
+                continue;
+            nr_index_entry_t ie = {e->name, m->version_str, state_name(m->state),
+                                   m->state == NR_MODEL_UNAVAILABLE ? m->reason : NULL};
+            fn(&ie, arg);
+        }
+    }
+}
+
+nr_status_t *nr_kserve_repo_control(nr_server_t *s, const char *model, size_t len, bool load)
+{
+    (void)s, (void)model, (void)len, (void)load;
+    /* --model-control-mode=none: the model set is fixed after startup */
+    return nr_status_new(NR_UNAVAILABLE,
+                         "explicit model load / unload is not allowed if polling is enabled");
+}
+
+nr_status_t *nr_kserve_repo_named(void)
+{
+    return nr_status_new(NR_UNSUPPORTED, "'repository_name' specification is not supported");
+}
+
+/* ---- CUDA shared memory ---------------------------------------------------------- */
+
+nr_status_t *nr_kserve_cuda_status(const char *region, size_t len)
+{
+    return nr_status_new(NR_NOT_FOUND, "Unable to find cuda shared memory region: '%.*s'",
+                         (int)len, region);
+}
+
+nr_status_t *nr_kserve_cuda_register(const char *region, size_t len)
+{
+    if (region == NULL)
+        return nr_status_new(NR_INVALID_ARG,
+                             "'region name' is necessary to register cuda shared memory region");
+    return nr_status_new(NR_INVALID_ARG,
+                         "failed to register CUDA shared memory region: '%.*s', GPUs not "
+                         "supported",
+                         (int)len, region);
+}

@@ -1,0 +1,94 @@
+/* kserve.h - the KServe v2 semantics that belong to no one protocol: model
+ * lookup and readiness, metadata, configuration, statistics and the
+ * repository index as data, version strings, and the answers of what nereid
+ * refuses (model control in MODE_NONE, CUDA shared memory without GPUs).
+ * Each frontend renders the data in its own encoding (JSON, protobuf); the
+ * texts and codes of the errors are Triton's and live here once.
+ * Per-request inference semantics are in infer.h.
+ *
+ * Any thread; nothing here locks (the model set is fixed after startup).
+ */
+#ifndef NR_KSERVE_H
+#define NR_KSERVE_H
+
+#include "../common/status.h"
+#include "model.h"
+#include "server.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which frontend asks, where Triton's two frontends word things differently. */
+typedef enum { NR_PROTO_HTTP, NR_PROTO_GRPC } nr_proto_t;
+
+/* A READY model version: `version` < 0 means the highest READY one. Errors
+ * are Triton's (NOT_FOUND "Request for unknown model: ..."). */
+NR_MUST_CHECK nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, size_t len,
+                                           int64_t version, nr_model_t **out);
+bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t version);
+
+/* A version given as text ("" = none: -1). HTTP routes only [0-9]+ here and
+ * fails on int64 overflow (Triton's stoll); gRPC takes any string as
+ * std::stol reads it. INVALID_ARG "failed to get model version from
+ * specified version string '<s>' (details: stol[l]), ...". */
+NR_MUST_CHECK nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto,
+                                                   int64_t *out);
+
+/* ---- metadata --------------------------------------------------------------- */
+
+typedef struct {
+    const nr_model_t *model; /* the version asked for, or the highest READY one */
+    const char *platform;    /* the config's platform, or its backend when that is empty */
+    const char **versions;   /* the version asked for, or every READY version (owned array) */
+    size_t n_versions;
+} nr_model_meta_t;
+
+NR_MUST_CHECK nr_status_t *nr_kserve_model_metadata(nr_server_t *s, const char *name,
+                                                    size_t len, int64_t version,
+                                                    nr_model_meta_t *out);
+void nr_kserve_model_meta_free(nr_model_meta_t *m);
+/* A tensor's shape as metadata reports it, into out[NR_MAX_DIMS + 1]: the
+ * config dims with -1 prepended when the model batches. Returns the count. */
+size_t nr_kserve_meta_shape(const nr_model_config_t *cfg, const nr_cfg_dims_t *dims,
+                            int64_t *out);
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+typedef void (*nr_kserve_stats_fn)(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg);
+/* Calls fn for every READY version of every model (name NULL), of one model,
+ * or one version of it. INVALID_ARG "requested model '<m>' is not available"
+ * (or "requested model version is not available for model '<m>'") when
+ * nothing matches; fn is then not called. */
+NR_MUST_CHECK nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len,
+                                           int64_t version, nr_kserve_stats_fn fn, void *arg);
+
+/* ---- repository ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    const char *version; /* NULL for a model that has no version */
+    const char *state;   /* "READY", "UNAVAILABLE", "LOADING", ... */
+    const char *reason;  /* NULL unless UNAVAILABLE with a reason */
+} nr_index_entry_t;
+typedef void (*nr_kserve_index_fn)(const nr_index_entry_t *e, void *arg);
+/* Every model version, sorted by name then version (ready_only: READY ones). */
+void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn, void *arg);
+/* Load and unload, refused while the model set is fixed (MODE_NONE):
+ * UNAVAILABLE "explicit model load / unload is not allowed if polling is
+ * enabled", as Triton words it. */
+NR_MUST_CHECK nr_status_t *nr_kserve_repo_control(nr_server_t *s, const char *model, size_t len,
+                                                  bool load);
+/* A repository name in a load/unload/index request: UNSUPPORTED
+ * "'repository_name' specification is not supported". */
+NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);
+
+/* ---- CUDA shared memory, on a server without GPUs --------------------------------- */
+
+/* Status of one region (none exists): NOT_FOUND. */
+NR_MUST_CHECK nr_status_t *nr_kserve_cuda_status(const char *region, size_t len);
+/* Registering is refused: INVALID_ARG "failed to register CUDA shared memory
+ * region: '<r>', GPUs not supported" (or the missing-name text for NULL). */
+NR_MUST_CHECK nr_status_t *nr_kserve_cuda_register(const char *region, size_t len);
+
+#endif

@@ -1,0 +1,56 @@
+/* server.h - the server core every frontend talks to (nr_server_t): the
+ * model repository, the shared-memory registry, readiness and quiesce
+ * (draining at shutdown), the server's identity and extensions, and the
+ * classification labels of the models. Frontends (HTTP, gRPC, metrics) get
+ * an nr_server_t * and nothing else; protocol-neutral request semantics live
+ * in kserve.h and infer.h.
+ *
+ * Threads: created and freed on the main thread; everything else may be
+ * called from any thread (readiness is an atomic, the registry locks itself,
+ * the rest is immutable after nr_server_new).
+ */
+#ifndef NR_SERVER_H
+#define NR_SERVER_H
+
+#include "classify.h"
+#include "repository.h"
+#include "shm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    const char *id;        /* --id ("triton") */
+    const char *version;   /* what GET /v2 and ServerMetadata report */
+    bool strict_readiness; /* --strict-readiness: ready only when every model is */
+} nr_server_options_t;
+
+typedef struct nr_server_s nr_server_t;
+
+/* Takes ownership of repo (nr_server_free destroys it); copies the strings. */
+nr_server_t *nr_server_new(const nr_server_options_t *opts, nr_repo_t *repo);
+void nr_server_free(nr_server_t *s);
+
+nr_repo_t *nr_server_repo(const nr_server_t *s);
+nr_shm_t *nr_server_shm(const nr_server_t *s);
+const char *nr_server_id(const nr_server_t *s);
+const char *nr_server_version(const nr_server_t *s);
+/* The protocol extensions the server reports (a static table, Triton's
+ * names in Triton's order); returns the count. */
+size_t nr_server_extensions(const char *const **out);
+
+/* Live as long as the process serves; ready unless quiesced and, with
+ * strict readiness, only when every model is ready. */
+bool nr_server_live(const nr_server_t *s);
+bool nr_server_ready(const nr_server_t *s);
+/* From now on readiness answers "not ready" (shutdown has begun). */
+void nr_server_quiesce(nr_server_t *s);
+/* Waits for queued and executing requests to finish, at most timeout_secs,
+ * logging Triton's "Timeout N: Found M in-flight inference requests". */
+void nr_server_drain(nr_server_t *s, int timeout_secs);
+
+/* The classification labels of a model's output, or NULL (s may be NULL). */
+const nr_labels_t *nr_server_labels(const nr_server_t *s, const nr_model_config_t *cfg,
+                                    uint32_t output);
+
+#endif

@@ -1,0 +1,296 @@
+/* test_kserve.c - the protocol-neutral server core: the server (readiness,
+ * quiesce), KServe semantics as data (versions, statistics and index errors,
+ * refused model control and CUDA shared memory) and one inference request
+ * (parameters with each protocol's texts, outputs named twice or unknown,
+ * reply order, classification, a request error passed on).
+ */
+#include "../../src/common/alloc.h"
+#include "../../src/core/infer.h"
+#include "nr_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A model without a backend: outputs declared B, A (A sorts first). */
+static const char *CFG =
+    "name: \"m\"\nbackend: \"onnxruntime\"\nmax_batch_size: 4\n"
+    "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n"
+    "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 3 ] },"
+    " { name: \"A\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n";
+static uint32_t by_name[2] = {1, 0};
+
+static nr_model_t *fake_model(void)
+{
+    nr_model_config_t *cfg = NULL;
+    nr_status_t *st = nr_cfg_parse(CFG, strlen(CFG), "test/config.pbtxt", &cfg);
+    if (st != NULL) {
+        fprintf(stderr, "config: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->name = cfg->name;
+    m->version = 1;
+    strcpy(m->version_str, "1");
+    m->cfg = cfg;
+    m->state = NR_MODEL_READY;
+    m->outputs_by_name = by_name;
+    return m;
+}
+
+static void fake_free(nr_model_t *m)
+{
+    nr_cfg_free((nr_model_config_t *)m->cfg);
+    free(m);
+}
+
+static nr_param_t p_int(const char *k, int64_t v)
+{
+    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_INT64, .v.i = v};
+}
+static nr_param_t p_uint(const char *k, uint64_t v)
+{
+    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_UINT64, .v.u = v};
+}
+static nr_param_t p_str(const char *k, const char *v)
+{
+    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_STRING,
+                        .v.s = {v, strlen(v)}};
+}
+static nr_param_t p_bool(const char *k, bool v)
+{
+    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_BOOL, .v.b = v};
+}
+static nr_param_t p_other(const char *k)
+{
+    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_OTHER};
+}
+
+NR_TEST(version_strings)
+{
+    int64_t v;
+    EXPECT_OK(nr_kserve_parse_version("", 0, NR_PROTO_GRPC, &v));
+    EXPECT_EQ_INT(v, -1);
+    EXPECT_OK(nr_kserve_parse_version("7", 1, NR_PROTO_GRPC, &v));
+    EXPECT_EQ_INT(v, 7);
+    EXPECT_OK(nr_kserve_parse_version("3x", 2, NR_PROTO_GRPC, &v)); /* std::stol stops there */
+    EXPECT_EQ_INT(v, 3);
+    EXPECT_STATUS(nr_kserve_parse_version("abc", 3, NR_PROTO_GRPC, &v), NR_INVALID_ARG,
+                  "failed to get model version from specified version string 'abc' (details: "
+                  "stol), version should be an integral value > 0");
+    EXPECT_STATUS(nr_kserve_parse_version("99999999999999999999", 20, NR_PROTO_HTTP, &v),
+                  NR_INVALID_ARG,
+                  "failed to get model version from specified version string "
+                  "'99999999999999999999' (details: stoll), version should be an integral value "
+                  "> 0");
+}
+
+NR_TEST(params_http_texts)
+{
+    nr_model_t *m = fake_model();
+    ASSERT_NOT_NULL(m);
+    nr_infer_t inf = {0};
+    nr_infer_init(&inf, NULL, m, NULL);
+    nr_param_t p = p_int("priority", 3);
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    EXPECT_EQ_INT(inf.req->priority, 3);
+    p = p_uint("priority", UINT64_MAX); /* clamped to the core's range */
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    EXPECT_EQ_U64(inf.req->priority, UINT32_MAX);
+    p = p_int("timeout", 99);
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    EXPECT_EQ_U64(inf.req->timeout_us, 99);
+    p = p_int("priority", -1);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    p = p_str("timeout", "5");
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    p = p_int("sequence_id", -2);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "Unable to parse 'sequence_id': attempt to access JSON non-string as string");
+    p = p_str("sequence_start", "yes");
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "Unable to parse 'sequence_start': attempt to access JSON non-boolean as "
+                  "boolean");
+    p = p_bool("triton_enable_empty_final_response", true);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                  "should not be specified.");
+    p = p_other("custom");
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
+                  "parameter 'custom' has invalid type. It should be either 'int', 'bool', or "
+                  "'string'.");
+    p = p_str("custom", "x");
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    nr_infer_release(&inf);
+    fake_free(m);
+}
+
+NR_TEST(params_grpc_texts)
+{
+    nr_model_t *m = fake_model();
+    ASSERT_NOT_NULL(m);
+    nr_infer_t inf = {0};
+    nr_infer_init(&inf, NULL, m, NULL);
+    nr_param_t p = p_uint("priority", 2);
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
+    EXPECT_EQ_INT(inf.req->priority, 2);
+    p = p_int("timeout", 1000000);
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
+    EXPECT_EQ_U64(inf.req->timeout_us, 1000000);
+    p = p_bool("triton_enable_empty_final_response", true); /* what perf_analyzer sends */
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
+    p = p_int("triton_x", 1);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "parameter keys starting with 'triton_' are reserved for Triton usage. Only "
+                  "the following keys starting with 'triton_' are allowed: "
+                  "triton_enable_empty_final_response");
+    p = p_str("priority", "1");
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value type for 'priority' parameter, expected int64_param or "
+                  "uint64_param.");
+    p = p_int("priority", -1);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value for 'priority' expected value >= 0.");
+    p = p_uint("timeout", 1);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value type for 'timeout' parameter, expected int64_param.");
+    p = p_bool("sequence_id", true);
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value type for 'sequence_id' parameter, expected int64_param or "
+                  "string_param.");
+    p = p_other("custom");
+    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
+    nr_infer_release(&inf);
+    fake_free(m);
+}
+
+/* Gives output slot i the tensor values v (3 floats, batch 1). */
+static void set_out(nr_req_t *req, size_t i, uint32_t c, const float *v)
+{
+    nr_tensor_t *t = &req->outputs[i];
+    memset(t, 0, sizeof(*t));
+    t->name = req->model->cfg->output[c].name;
+    t->dtype = NR_TYPE_FP32;
+    t->ndim = 2;
+    t->dims[0] = 1;
+    t->dims[1] = 3;
+    t->data = v;
+    t->size = 12;
+}
+
+NR_TEST(outputs_named_twice_unknown_and_in_reply_order)
+{
+    nr_model_t *m = fake_model();
+    ASSERT_NOT_NULL(m);
+    nr_infer_t inf = {0};
+    nr_infer_init(&inf, NULL, m, NULL);
+    int idx;
+    EXPECT_OK(nr_infer_output(&inf, "B", 1, &idx));
+    EXPECT_EQ_INT(idx, 0);
+    EXPECT_OK(nr_infer_output(&inf, "A", 1, &idx));
+    EXPECT_EQ_INT(idx, 1);
+    nr_infer_output_classify(&inf, idx, 2);
+    EXPECT_OK(nr_infer_output(&inf, "B", 1, &idx)); /* again: the first listing counts */
+    EXPECT_EQ_INT(idx, -1);
+    EXPECT_STATUS(nr_infer_output(&inf, "C", 1, &idx), NR_INVALID_ARG,
+                  "unexpected inference output 'C' for model 'm'");
+    EXPECT_STATUS(nr_infer_output_shm(&inf, 0, "r", 1, 0, 12), NR_NOT_FOUND,
+                  "Unable to find shared memory region: 'r'");
+    EXPECT_EQ_INT(inf.req->n_want, 2);
+    float b[3] = {1, 2, 3}, a[3] = {0.5f, 0.25f, 0.75f};
+    set_out(inf.req, 0, 0, b);
+    set_out(inf.req, 1, 1, a);
+    const nr_infer_out_t *outs;
+    size_t n;
+    ASSERT_OK(nr_infer_outputs(&inf, &outs, &n));
+    ASSERT_EQ_U64(n, 2);
+    EXPECT_STREQ(outs[0].name, "A"); /* by name, whatever the request's order */
+    EXPECT_EQ_INT(outs[0].t->dtype, NR_TYPE_STRING); /* classified: top 2 */
+    EXPECT_EQ_INT(outs[0].t->dims[1], 2);
+    EXPECT_TRUE(memcmp((const char *)outs[0].t->data + 4, "0.750000:2", 10) == 0);
+    EXPECT_STREQ(outs[1].name, "B");
+    EXPECT_TRUE(outs[1].t->data == b);
+    EXPECT_FALSE(outs[1].in_shm);
+    inf.req->status = nr_status_new(NR_INTERNAL, "backend failed");
+    EXPECT_STATUS(nr_infer_outputs(&inf, &outs, &n), NR_INTERNAL, "backend failed");
+    nr_infer_release(&inf);
+    fake_free(m);
+}
+
+NR_TEST(server_readiness_and_empty_repository)
+{
+    char dir[] = "/tmp/nereid-test-kserve-XXXXXX";
+    ASSERT_NOT_NULL(mkdtemp(dir));
+    const char *paths[] = {dir};
+    nr_repo_options_t ro = {.paths = paths, .n_paths = 1, .autocomplete = true, .cpu_count = 1};
+    nr_repo_t *repo = NULL;
+    ASSERT_OK(nr_repo_create(&ro, &repo));
+    nr_server_options_t so = {.id = "nereid-test", .version = "9", .strict_readiness = true};
+    nr_server_t *s = nr_server_new(&so, repo);
+    EXPECT_STREQ(nr_server_id(s), "nereid-test");
+    EXPECT_STREQ(nr_server_version(s), "9");
+    EXPECT_TRUE(nr_server_live(s));
+    EXPECT_TRUE(nr_server_ready(s));
+    EXPECT_STATUS(nr_kserve_stats(s, "x", 1, -1, NULL, NULL), NR_INVALID_ARG,
+                  "requested model 'x' is not available");
+    EXPECT_OK(nr_kserve_stats(s, NULL, 0, -1, NULL, NULL));
+    EXPECT_FALSE(nr_kserve_model_ready(s, "x", 1, -1));
+    nr_model_meta_t meta;
+    EXPECT_STATUS(nr_kserve_model_metadata(s, "x", 1, -1, &meta), NR_NOT_FOUND,
+                  "Request for unknown model: 'x' is not found");
+    EXPECT_STATUS(nr_kserve_repo_control(s, "x", 1, true), NR_UNAVAILABLE,
+                  "explicit model load / unload is not allowed if polling is enabled");
+    EXPECT_STATUS(nr_kserve_repo_named(), NR_UNSUPPORTED,
+                  "'repository_name' specification is not supported");
+    EXPECT_STATUS(nr_kserve_cuda_register("g", 1), NR_INVALID_ARG,
+                  "failed to register CUDA shared memory region: 'g', GPUs not supported");
+    EXPECT_STATUS(nr_kserve_cuda_status("g", 1), NR_NOT_FOUND,
+                  "Unable to find cuda shared memory region: 'g'");
+    nr_server_drain(s, 1); /* nothing in flight: returns at once */
+    nr_server_quiesce(s);
+    EXPECT_FALSE(nr_server_ready(s));
+    EXPECT_TRUE(nr_server_live(s));
+    nr_server_free(s);
+    rmdir(dir);
+}
+
+NR_TEST(classification)
+{
+    float v[8] = {0.1f, 0.9f, 0.5f, 0.3f, 4, 3, 3, 1};
+    nr_tensor_t t = {.dtype = NR_TYPE_FP32, .ndim = 2, .dims = {2, 4}, .data = v, .size = 32};
+    const char *lines[] = {"zero", "one", "two", "three"};
+    nr_labels_t labels = {.lines = lines, .n_lines = 4};
+    nr_tensor_t out;
+    char *buf;
+    ASSERT_OK(nr_classify(&t, true, 2, &labels, &out, &buf));
+    EXPECT_EQ_INT(out.dtype, NR_TYPE_STRING);
+    EXPECT_EQ_INT(out.ndim, 2);
+    EXPECT_EQ_INT(out.dims[0], 2);
+    EXPECT_EQ_INT(out.dims[1], 2);
+    const char *want[4] = {"0.900000:1:one", "0.500000:2:two", "4.000000:0:zero",
+                           "3.000000:1:one"}; /* ties: the lower index first */
+    size_t off = 0;
+    for (int i = 0; i < 4; i++) {
+        uint32_t l;
+        memcpy(&l, buf + off, 4);
+        EXPECT_EQ_U64(l, strlen(want[i]));
+        EXPECT_TRUE(memcmp(buf + off + 4, want[i], l) == 0);
+        off += 4 + l;
+    }
+    EXPECT_EQ_U64(off, out.size);
+    free(buf);
+    int32_t iv[3] = {16, 3, 15};
+    nr_tensor_t ti = {.dtype = NR_TYPE_INT32, .ndim = 1, .dims = {3}, .data = iv, .size = 12};
+    ASSERT_OK(nr_classify(&ti, false, 10, NULL, &out, &buf));
+    EXPECT_EQ_INT(out.ndim, 1);
+    EXPECT_EQ_INT(out.dims[0], 3);
+    EXPECT_TRUE(memcmp(buf + 4, "16:0", 4) == 0);
+    free(buf);
+}
+
+NR_TEST_MAIN()
