@@ -13,21 +13,30 @@ PY       := $(VENV)/bin/python
 BUILD    ?= build
 CC       ?= cc
 
-PKGS     := libmicrohttpd zlib
+PKGS     := libmicrohttpd zlib grpc libprotobuf-c
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-            -pthread -MMD -MP -I$(ORT_HOME)/include -I$(ORT_HOME)/include/onnxruntime
+# `override`: a CFLAGS given on the command line (make CFLAGS="-O1 -fsanitize=...") gets these
+# appended too, as one from the environment does.
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+            -pthread -MMD -MP -I$(ORT_HOME)/include -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen
 LDLIBS   += -L$(ORT_HOME)/lib -Wl,-rpath,$(ORT_HOME)/lib -lonnxruntime \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 
 LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/core/*.c src/backends/*.c \
               src/backends/*/*.c src/frontends/*/*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The gRPC frontend's messages: protoc-c turns each src/frontends/grpc/proto/<p>.proto into
+# $(BUILD)/gen/<p>.pb-c.{c,h} at build time (never committed); the .c files go into libnereid.a.
+PROTO_DIR := src/frontends/grpc/proto
+PROTO_SRC := $(wildcard $(PROTO_DIR)/*.proto)
+GEN_C    := $(PROTO_SRC:$(PROTO_DIR)/%.proto=$(BUILD)/gen/%.pb-c.c)
+GEN_H    := $(GEN_C:.c=.h)
+GEN_OBJ  := $(GEN_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_OBJ)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The fuzz drivers (tests/fuzz/fuzz_<t>.c). `make unit` replays each one's seed
 # corpus and kept crashers (tests/fuzz/{corpus,regress}/<t>/) without libFuzzer.
-FUZZ_TARGETS := config infer_json infer_binary http
+FUZZ_TARGETS := config infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
@@ -37,7 +46,18 @@ all: $(BUILD)/bin/nereid
 # Keep the test objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY:
 
-$(BUILD)/obj/%.o: %.c
+# Every object waits for the generated headers (order-only: a header that changes later reaches
+# the objects that include it through their .d files).
+$(BUILD)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# One protoc-c run writes both files of a pair (a pattern rule with two targets is one recipe).
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: $(PROTO_DIR)/%.proto
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(BUILD)/gen --proto_path=$(PROTO_DIR) $<
+
+$(GEN_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -53,8 +73,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -DNR_SRC_ROOT=\"$(CURDIR)\"
-$(BUILD)/obj/tests/fuzz/replay_%.o: tests/fuzz/replay_main.c
+$(BUILD)/obj/tests/fuzz/%.o: override CFLAGS += -DNR_SRC_ROOT=\"$(CURDIR)\"
+$(BUILD)/obj/tests/fuzz/replay_%.o: tests/fuzz/replay_main.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DNR_FUZZ_NAME=\"$*\" -c $< -o $@
 
@@ -121,7 +141,9 @@ TSAN_ENV = TSAN_OPTIONS=suppressions=$(SAN_DIR)/tsan.supp:log_path=$(CURDIR)/bui
 # tests, dynamic batching included, under TSan.
 ASAN_E2E_CI ?= tests/e2e
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
-               tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py
+               tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py \
+               tests/e2e/test_grpc.py \
+               tests/e2e/test_metrics.py
 E2E_ARGS    ?=
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
@@ -178,8 +200,9 @@ ci-sanitize:
 	$(MAKE) tsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 
-bench: setup all models $(BUILD)/bin/bench-ort-direct
+bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-load
 	$(PY) bench/run.py
+	$(PY) bench/protocols.py
 	$(PY) bench/threads.py
 	$(PY) bench/optimization.py
 
@@ -189,5 +212,10 @@ clean:
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d $(wildcard $(BUILD)/obj/tests/*/*.d)
 
 $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+# gRPC's C client as a load generator (bench/protocols.py)
+$(BUILD)/bin/bench-grpc-load: bench/grpc_load.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)

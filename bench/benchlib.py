@@ -154,3 +154,13 @@ def ort_direct(model_path, threads, intra, seconds, batch=1, pool="session", spi
                           str(batch), pool, spin], capture_output=True, text=True,
                          check=True).stdout
     return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", out)}
+
+
+def print_rows(rows):
+    """The bench table: (figure, nereid, baseline, ratio or None, goal, met) rows as markdown."""
+    print("\n| figure | nereid | baseline (same run) | ratio | goal | met |")
+    print("|---|---|---|---:|---|---|")
+    for fig, val, base, ratio, goal, met in rows:
+        r = f"{ratio:.3f}" if ratio is not None else "-"
+        m = {True: "yes", False: "**no**", None: "-"}[met]
+        print(f"| {fig} | {val} | {base} | {r} | {goal} | {m} |")

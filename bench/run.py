@@ -23,7 +23,8 @@ import json, os, re, shutil, signal, statistics, struct, subprocess, sys, tempfi
 import http.client
 
 from benchlib import (CNNS, NEREID, ORT_DIRECT, PA, REPO, ShmInput, cnn_lua, cnn_request,
-                      ort_direct, start_server, stop_server, wrk, wrk_cpu, write_lua)
+                      ort_direct, print_rows, start_server, stop_server, wrk, wrk_cpu,
+                      write_lua)
 import callgrind
 
 NR_PORT, NGX_PORT, STARTUP_PORT = 18500, 18580, 18590
@@ -302,12 +303,7 @@ def http_rows(tmp):
 
 
 def print_table():
-    print("\n| figure | nereid | baseline (same run) | ratio | goal | met |")
-    print("|---|---|---|---:|---|---|")
-    for fig, val, base, ratio, goal, met in ROWS:
-        r = f"{ratio:.3f}" if ratio is not None else "-"
-        m = {True: "yes", False: "**no**", None: "-"}[met]
-        print(f"| {fig} | {val} | {base} | {r} | {goal} | {m} |")
+    print_rows(ROWS)
 
 
 def main():

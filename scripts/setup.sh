@@ -16,6 +16,7 @@ VENV=${VENV:-$ROOT/.venv}
 REQS="$ROOT/scripts/requirements.txt"
 
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
+          libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates)
 TRIXIE_SOURCE="deb http://deb.debian.org/debian trixie main"
 

@@ -8,17 +8,21 @@
 #include "config/model_config.h"
 #include "core/repository.h"
 #include "core/server.h"
+#include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
+#include "frontends/metrics/metrics_server.h"
 #include "version.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,12 +33,17 @@ typedef struct {
     int http_port;
     int http_threads;
     uint64_t http_max_input;
-    bool autocomplete, exit_on_error, strict_readiness, allow_http, inline_execution;
+    bool autocomplete, exit_on_error, strict_readiness, allow_http, allow_grpc, inline_execution;
+    nr_grpc_options_t grpc;
+    bool allow_metrics, allow_gpu_metrics;
+    nr_metrics_options_t metrics;
     int exit_timeout_secs;
     const char *id;
     const char *model_config_name;
     const char *control_mode;
     const char *log_file;
+    bool log_info, log_warn, log_error; /* copied into nr_log_settings once parsed */
+    int log_verbose;
 } opts_t;
 
 static const char usage_text[] =
@@ -45,6 +54,26 @@ static const char usage_text[] =
     "  --http-thread-count=<int>        HTTP threads (default 8)\n"
     "  --http-max-input-size=<int>      Largest request body in bytes (default 67108864)\n"
     "  --allow-http=<bool>              Serve HTTP (default true)\n"
+    "  --grpc-port=<int>                gRPC port (default 8001)\n"
+    "  --grpc-address=<addr>            gRPC bind address (default 0.0.0.0)\n"
+    "  --allow-grpc=<bool>              Serve gRPC (default true)\n"
+    "  --reuse-grpc-port=<bool>         Let other processes bind the gRPC port (default false)\n"
+    "  --grpc-infer-allocation-pool-size=<int>\n"
+    "                                   ModelInfer calls accepted ahead of clients (default 8)\n"
+    "  --grpc-infer-thread-count=<int>  gRPC threads, each serving its own calls (default 1)\n"
+    "  --grpc-infer-response-compression-level=none|low|medium|high\n"
+    "                                   Compression of ModelInfer responses (default none)\n"
+    "  --grpc-use-ssl=<bool> --grpc-use-ssl-mutual=<bool>\n"
+    "  --grpc-server-cert=<pem> --grpc-server-key=<pem> --grpc-root-cert=<pem>\n"
+    "                                   TLS for gRPC (mutual: clients need a certificate)\n"
+    "  --grpc-keepalive-time=<ms> --grpc-keepalive-timeout=<ms>\n"
+    "  --grpc-keepalive-permit-without-calls=<bool> --grpc-http2-max-pings-without-data=<int>\n"
+    "  --grpc-http2-min-recv-ping-interval-without-data=<ms> --grpc-http2-max-ping-strikes=<int>\n"
+    "  --grpc-max-connection-age=<ms> --grpc-max-connection-age-grace=<ms>\n"
+    "                                   gRPC keepalive and HTTP/2 settings (Triton's defaults)\n"
+    "  --grpc-header-forward-pattern=<re>\n"
+    "                                   Accepted: forwarded headers would become request\n"
+    "                                   parameters, which no nereid backend reads\n"
     "  --disable-auto-complete-config   Require complete config.pbtxt files\n"
     "  --strict-model-config=<bool>     Deprecated: use --disable-auto-complete-config\n"
     "  --model-config-name=<name>       Use <model>/configs/<name>.pbtxt when present\n"
@@ -59,8 +88,16 @@ static const char usage_text[] =
     "  --log-info=<bool> --log-warning=<bool> --log-error=<bool>\n"
     "  --log-format=default|ISO8601     Log line format\n"
     "  --log-file=<path>                Write the log to a file\n"
-    "  --grpc-port, --metrics-port, --allow-grpc, --allow-metrics, --host-policy:\n"
-    "                                   not implemented yet (refused unless disabled)\n"
+    "  --allow-metrics=<bool>           Serve Prometheus metrics (default true)\n"
+    "  --allow-cpu-metrics=<bool>       CPU utilization and memory metrics (default true)\n"
+    "  --allow-gpu-metrics=<bool>       Accepted; no GPU metrics without GPUs (default true)\n"
+    "  --metrics-port=<int>             Metrics port (default 8002)\n"
+    "  --metrics-address=<addr>         Metrics bind address (default: the HTTP address)\n"
+    "  --metrics-interval-ms=<int>      How often CPU metrics are polled (default 2000)\n"
+    "  --metrics-config <setting>=<value>\n"
+    "                                   summary_latencies=true, summary_quantiles=<q>:<e>,...,\n"
+    "                                   counter_latencies=false (repeatable)\n"
+    "  --host-policy:                   not implemented yet (refused)\n"
     "  --help                           This text\n";
 
 static void usage_exit(int code)
@@ -106,8 +143,15 @@ static const char *const known_flags[] = {
     "model-control-mode", "id", "log-verbose", "log-info", "log-warning", "log-error",
     "log-format", "log-file", "allow-grpc", "allow-metrics", "allow-gpu-metrics",
     "allow-cpu-metrics", "grpc-port", "metrics-port", "grpc-address", "metrics-address",
+    "metrics-interval-ms", "metrics-config",
     "backend-directory", "repository-poll-secs", "cache-directory", "host-policy", "load-model",
-    "inline-execution", "help",
+    "inline-execution", "help", "reuse-grpc-port", "grpc-header-forward-pattern",
+    "grpc-infer-allocation-pool-size", "grpc-infer-thread-count", "grpc-use-ssl",
+    "grpc-use-ssl-mutual", "grpc-server-cert", "grpc-server-key", "grpc-root-cert", "grpc-infer-response-compression-level",
+    "grpc-keepalive-time", "grpc-keepalive-timeout", "grpc-keepalive-permit-without-calls",
+    "grpc-http2-max-pings-without-data", "grpc-http2-min-recv-ping-interval-without-data",
+    "grpc-http2-max-ping-strikes", "grpc-max-connection-age", "grpc-max-connection-age-grace",
+    "grpc-restricted-protocol",
 };
 
 static bool is_known(const char *name)
@@ -165,14 +209,39 @@ static void set_option(opts_t *o, const char *name, const char *v)
         {"http-thread-count", OPT_INT, &o->http_threads, 1, 1024, false},
         {"http-max-input-size", OPT_INT, &o->http_max_input, 1, 1ll << 40, true},
         {"exit-timeout-secs", OPT_INT, &o->exit_timeout_secs, 0, 1 << 30, false},
-        {"log-verbose", OPT_INT, &nr_log_settings.verbose, 0, 1 << 20, false},
+        {"log-verbose", OPT_INT, &o->log_verbose, 0, 1 << 20, false},
         {"exit-on-error", OPT_BOOL, &o->exit_on_error, 0, 0, false},
         {"strict-readiness", OPT_BOOL, &o->strict_readiness, 0, 0, false},
         {"allow-http", OPT_BOOL, &o->allow_http, 0, 0, false},
+        {"allow-grpc", OPT_BOOL, &o->allow_grpc, 0, 0, false},
+        {"grpc-port", OPT_INT, &o->grpc.port, 0, 65535, false},
+        {"reuse-grpc-port", OPT_BOOL, &o->grpc.reuse_port, 0, 0, false},
+        {"grpc-infer-allocation-pool-size", OPT_INT, &o->grpc.infer_pool, 1, 1 << 16, false},
+        {"grpc-infer-thread-count", OPT_INT, &o->grpc.threads, 1, 256, false},
+        {"grpc-use-ssl", OPT_BOOL, &o->grpc.use_ssl, 0, 0, false},
+        {"grpc-use-ssl-mutual", OPT_BOOL, &o->grpc.use_ssl_mutual, 0, 0, false},
+        {"grpc-keepalive-time", OPT_INT, &o->grpc.keepalive_time_ms, 0, INT_MAX, false},
+        {"grpc-keepalive-timeout", OPT_INT, &o->grpc.keepalive_timeout_ms, 0, INT_MAX, false},
+        {"grpc-keepalive-permit-without-calls", OPT_BOOL,
+         &o->grpc.keepalive_permit_without_calls, 0, 0, false},
+        {"grpc-http2-max-pings-without-data", OPT_INT, &o->grpc.http2_max_pings_without_data, 0,
+         INT_MAX, false},
+        {"grpc-http2-min-recv-ping-interval-without-data", OPT_INT,
+         &o->grpc.http2_min_recv_ping_interval_ms, 0, INT_MAX, false},
+        {"grpc-http2-max-ping-strikes", OPT_INT, &o->grpc.http2_max_ping_strikes, 0, INT_MAX,
+         false},
+        {"grpc-max-connection-age", OPT_INT, &o->grpc.max_connection_age_ms, 0, INT_MAX, false},
+        {"grpc-max-connection-age-grace", OPT_INT, &o->grpc.max_connection_age_grace_ms, 0,
+         INT_MAX, false},
         {"inline-execution", OPT_BOOL, &o->inline_execution, 0, 0, false},
-        {"log-info", OPT_BOOL, &nr_log_settings.info, 0, 0, false},
-        {"log-warning", OPT_BOOL, &nr_log_settings.warn, 0, 0, false},
-        {"log-error", OPT_BOOL, &nr_log_settings.error, 0, 0, false},
+        {"allow-metrics", OPT_BOOL, &o->allow_metrics, 0, 0, false},
+        {"allow-gpu-metrics", OPT_BOOL, &o->allow_gpu_metrics, 0, 0, false},
+        {"allow-cpu-metrics", OPT_BOOL, &o->metrics.cpu, 0, 0, false},
+        {"metrics-port", OPT_INT, &o->metrics.port, 0, 65535, false},
+        {"metrics-interval-ms", OPT_INT, &o->metrics.interval_ms, 0, INT_MAX, false},
+        {"log-info", OPT_BOOL, &o->log_info, 0, 0, false},
+        {"log-warning", OPT_BOOL, &o->log_warn, 0, 0, false},
+        {"log-error", OPT_BOOL, &o->log_error, 0, 0, false},
     };
     bool b;
     if (set_typed(defs, sizeof(defs) / sizeof(defs[0]), name, v))
@@ -198,6 +267,34 @@ static void set_option(opts_t *o, const char *name, const char *v)
         o->id = v;
         return;
     }
+    if (!strcmp(name, "grpc-address")) {
+        o->grpc.address = v;
+        return;
+    }
+    if (!strcmp(name, "grpc-server-cert") || !strcmp(name, "grpc-server-key") ||
+        !strcmp(name, "grpc-root-cert")) {
+        if (!strcmp(name, "grpc-server-cert"))
+            o->grpc.server_cert = v;
+        else if (!strcmp(name, "grpc-server-key"))
+            o->grpc.server_key = v;
+        else
+            o->grpc.root_cert = v;
+        return;
+    }
+    if (!strcmp(name, "grpc-infer-response-compression-level")) {
+        static const char *const levels[] = {"none", "low", "medium", "high"};
+        for (size_t i = 0; i < 4; i++)
+            if (!strcasecmp(v, levels[i])) {
+                o->grpc.compression = (nr_grpc_compression_t)i;
+                return;
+            }
+        fprintf(stderr, "%sBad option: \"--%s\".\ninvalid argument for "
+                        "--grpc_infer_response_compression_level\n",
+                usage_text, name);
+        exit(2);
+    }
+    if (!strcmp(name, "grpc-header-forward-pattern"))
+        return; /* forwarded headers would be request parameters, which no backend reads */
     if (!strcmp(name, "model-config-name")) {
         o->model_config_name = v;
         return;
@@ -220,22 +317,26 @@ static void set_option(opts_t *o, const char *name, const char *v)
     }
     /* Parsed so that Triton command lines are understood; what nereid does not
      * do yet is refused with a clear message or, where harmless, ignored. */
-    if (!strcmp(name, "allow-grpc") || !strcmp(name, "allow-metrics") ||
-        !strcmp(name, "allow-gpu-metrics") || !strcmp(name, "allow-cpu-metrics")) {
-        if (!parse_bool(v, &b))
-            bad_value(name, v);
+    if (!strcmp(name, "metrics-address")) {
+        o->metrics.address = v;
         return;
     }
-    if (!strcmp(name, "grpc-port") || !strcmp(name, "metrics-port") ||
-        !strcmp(name, "grpc-address") || !strcmp(name, "metrics-address") ||
-        !strcmp(name, "backend-directory") || !strcmp(name, "repository-poll-secs") ||
+    if (!strcmp(name, "metrics-config")) {
+        nr_status_t *st = nr_metrics_config_set(&o->metrics, v);
+        if (st) {
+            fprintf(stderr, "%sBad option: \"--%s\".\n%s\n\n", usage_text, name, st->msg);
+            nr_status_free(st);
+            exit(2);
+        }
+        return;
+    }
+    if (!strcmp(name, "backend-directory") || !strcmp(name, "repository-poll-secs") ||
         !strcmp(name, "cache-directory")) {
-        NR_LOG_WARN("--%s is accepted for compatibility; nereid serves no gRPC or metrics "
-                    "endpoint yet",
-                    name);
+        NR_LOG_WARN("--%s is accepted for compatibility and ignored", name);
         return;
     }
-    if (!strcmp(name, "host-policy") || !strcmp(name, "load-model")) {
+    if (!strcmp(name, "host-policy") || !strcmp(name, "load-model") ||
+        !strcmp(name, "grpc-restricted-protocol")) {
         fprintf(stderr, "error: --%s is not implemented yet\n", name);
         exit(2);
     }
@@ -343,12 +444,24 @@ int main(int argc, char **argv)
         .exit_on_error = true,
         .strict_readiness = true,
         .allow_http = true,
+        .allow_grpc = true,
         .inline_execution = true,
         .exit_timeout_secs = 30,
         .id = "triton",
         .control_mode = "none",
+        .log_info = true,
+        .log_warn = true,
+        .log_error = true,
     };
+    nr_grpc_options_default(&o.grpc);
+    o.allow_metrics = o.allow_gpu_metrics = true;
+    nr_metrics_options_default(&o.metrics);
     parse_args(argc, argv, &o);
+    nr_log_settings.info = o.log_info;
+    nr_log_settings.warn = o.log_warn;
+    nr_log_settings.error = o.log_error;
+    nr_log_settings.verbose = o.log_verbose;
+    nr_log_settings.file = o.log_file;
     if (o.log_file) {
         int fd = open(o.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd < 0) {
@@ -405,6 +518,17 @@ int main(int argc, char **argv)
         .strict_readiness = o.strict_readiness,
     };
     nr_server_t *core = nr_server_new(&so, repo); /* owns repo from here */
+    nr_grpc_server_t *grpc = NULL;
+    if (o.allow_grpc) {
+        st = nr_grpc_start(&o.grpc, core, &grpc);
+        if (st) {
+            NR_LOG_ERROR("failed to start GRPC service: %s", st->msg);
+            nr_status_free(st);
+            nr_server_free(core);
+            goto fail;
+        }
+        NR_LOG_INFO("Started GRPCInferenceService at %s:%d", o.grpc.address, nr_grpc_port(grpc));
+    }
     nr_http_server_t *http = NULL;
     if (o.allow_http) {
         nr_http_options_t ho = {
@@ -417,20 +541,39 @@ int main(int argc, char **argv)
         if (st) {
             NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
             nr_status_free(st);
+            nr_grpc_stop(grpc);
             nr_server_free(core);
             goto fail;
         }
         NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, nr_http_port(http));
     }
+    nr_metrics_server_t *metrics = NULL;
+    if (o.allow_metrics) { /* --metrics-address defaults to the HTTP address, as in Triton */
+        o.metrics.address = o.metrics.address ? o.metrics.address : o.http_address;
+        st = nr_metrics_start(&o.metrics, core, &metrics);
+        if (st) {
+            NR_LOG_ERROR("failed to start Metrics service: %s", st->msg);
+            nr_status_free(st);
+            nr_http_stop(http);
+            nr_grpc_stop(grpc);
+            nr_server_free(core);
+            goto fail;
+        }
+        NR_LOG_INFO("Started Metrics Service at %s:%d", o.metrics.address, nr_metrics_port(metrics));
+    }
     int sig = 0;
     sigwait(&stop, &sig);
     NR_LOG_INFO("Signal (%d) received.", sig);
     nr_server_quiesce(core);
+    nr_grpc_quiesce(grpc);
     if (http)
         nr_http_quiesce(http);
+    nr_metrics_quiesce(metrics);
     nr_server_drain(core, o.exit_timeout_secs);
+    nr_grpc_stop(grpc);
     if (http)
         nr_http_stop(http);
+    nr_metrics_stop(metrics);
     nr_server_free(core);
     free(o.repos);
     return 0;

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-nr_log_settings_t nr_log_settings = {true, true, true, 0, false, 2};
+nr_log_settings_t nr_log_settings = {true, true, true, 0, false, 2, NULL};
 
 static void write_all(int fd, const char *p, size_t n)
 {

@@ -2,24 +2,28 @@
  *
  *   I1202 14:30:39.518700 2991 repository.c:117] successfully loaded 'simple'
  *
- * Settings are fixed by main() before any thread starts; each line is written
- * with one write(2) so lines from different threads never interleave.
+ * Settings are set by main() before any thread starts; the level flags and the
+ * format may change while serving (the logging extension), so they are atomics
+ * (a relaxed load on every check). Each line is written with one write(2) so
+ * lines from different threads never interleave.
  */
 #ifndef NR_LOG_H
 #define NR_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 typedef enum { NR_LOG_LVL_ERROR, NR_LOG_LVL_WARN, NR_LOG_LVL_INFO, NR_LOG_LVL_VERBOSE } nr_log_level_t;
 
 typedef struct {
-    bool info, warn, error;
-    int verbose;
-    bool iso8601;
-    int fd; /* where lines go; stderr unless --log-file */
+    _Atomic bool info, warn, error;
+    _Atomic int verbose;
+    _Atomic bool iso8601;
+    int fd;           /* where lines go; stderr unless --log-file (fixed at start) */
+    const char *file; /* --log-file, or NULL (fixed at start) */
 } nr_log_settings_t;
 
-extern nr_log_settings_t nr_log_settings; /* written only before threads start */
+extern nr_log_settings_t nr_log_settings;
 
 void nr_log_write(nr_log_level_t lvl, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

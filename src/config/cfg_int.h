@@ -1,9 +1,10 @@
 /* cfg_int.h - internal to src/config: the ModelConfig schema as data.
  *
  * One table per proto message (cfg_fields.c) lists its fields in proto
- * declaration order (= Triton's JSON order) with kind, offsetof and sub-table.
- * model_config.c parses the pbtxt tree through these tables, config_json.c
- * prints JSON through them, and nr__cfg_free_msg frees through them. Also the
+ * declaration order (= Triton's JSON order) with field number, kind, offsetof
+ * and sub-table. model_config.c parses the pbtxt tree through these tables,
+ * config_json.c prints JSON through them, config_pb.c writes the protobuf
+ * binary through them, and nr__cfg_free_msg frees through them. Also the
  * validation entry points shared by the validate*.c files.
  */
 #ifndef NR_CFG_INT_H
@@ -39,7 +40,7 @@ typedef enum {
 
 #define NR__FL_STR64 1u /* 64-bit value Triton leaves as a JSON string */
 #define NR__FL_MAP 2u   /* repeated message of {key, value}: a proto map */
-#define NR__FL_ALIAS 4u /* alternative name for the previous field: parsed, never printed */
+#define NR__FL_ALIAS 4u /* alternative name for the previous field: parsed, never printed; num 0 */
 
 typedef struct {
     const char *name;
@@ -56,6 +57,7 @@ struct nr__cfg_msg_s;
 
 typedef struct {
     const char *name;
+    uint32_t num;  /* proto field number (wire tag); 0 for NR__FL_ALIAS */
     uint8_t type;  /* nr__cfg_ftype_t */
     uint8_t rep;   /* nr__cfg_rep_t */
     uint8_t flags; /* NR__FL_* */

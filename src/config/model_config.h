@@ -313,6 +313,10 @@ NR_MUST_CHECK nr_status_t *nr_cfg_validate(const nr_model_config_t *cfg, const c
 
 /* Renders Triton's protobuf JSON for GET .../config (malloc'd, NUL-terminated). */
 char *nr_cfg_to_json(const nr_model_config_t *cfg, size_t *len);
+/* Serializes the config as an inference.ModelConfig protobuf message, in the
+ * binary wire format (the body of ModelConfigResponse's field 1). Returns
+ * malloc'd bytes, *len of them (0 for an all-default config); never NULL. */
+char *nr_cfg_to_pb(const nr_model_config_t *cfg, size_t *len);
 
 /* dtype helpers: "FP32" <-> NR_TYPE_FP32 (TYPE_STRING <-> "BYTES"). */
 const char *nr_dtype_kserve_name(nr_dtype_t t); /* NULL for INVALID */

@@ -82,11 +82,6 @@ static nr_status_t *grpc_bad_type(const nr_param_t *p, const char *expected)
                          p->key, expected);
 }
 
-static nr_status_t *grpc_negative(const nr_param_t *p)
-{
-    return nr_status_new(NR_INVALID_ARG, "invalid value for '%.*s' expected value >= 0.",
-                         (int)p->key_len, p->key);
-}
 
 static void set_priority(nr_req_t *req, uint64_t pr)
 {
@@ -138,14 +133,14 @@ static nr_status_t *grpc_param(nr_infer_t *inf, const nr_param_t *p)
         if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_UINT64)
             return grpc_bad_type(p, "int64_param or uint64_param");
         if (!is_uint(p))
-            return grpc_negative(p);
+            return nr_status_new(NR_INVALID_ARG,
+                                 "invalid value for 'priority', expected value >= 0.");
         set_priority(req, uint_value(p));
     } else if (key_is(p, "timeout")) {
         if (p->type != NR_PARAM_INT64)
             return grpc_bad_type(p, "int64_param");
-        if (!is_uint(p))
-            return grpc_negative(p);
-        req->timeout_us = uint_value(p);
+        /* Triton passes a negative timeout on as a huge unsigned one: none */
+        req->timeout_us = p->v.i > 0 ? (uint64_t)p->v.i : 0;
     } else if (key_is(p, "triton_enable_empty_final_response")) {
         if (p->type != NR_PARAM_BOOL)
             return grpc_bad_type(p, "bool_param");
@@ -154,6 +149,9 @@ static nr_status_t *grpc_param(nr_infer_t *inf, const nr_param_t *p)
                              "parameter keys starting with 'triton_' are reserved for Triton "
                              "usage. Only the following keys starting with 'triton_' are "
                              "allowed: triton_enable_empty_final_response");
+    } else if (p->type == NR_PARAM_UINT64 || p->type == NR_PARAM_OTHER) {
+        /* (double_param is accepted since 2.44; the text was never updated) */
+        return grpc_bad_type(p, "int64_param, bool_param, or string_param");
     }
     return NULL;
 }

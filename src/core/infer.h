@@ -61,28 +61,6 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf);
 
 /* ---- parameters ----------------------------------------------------------------- */
 
-typedef enum {
-    NR_PARAM_BOOL,
-    NR_PARAM_INT64,  /* HTTP: a JSON integer that fits int64; gRPC: int64_param */
-    NR_PARAM_UINT64, /* HTTP: a JSON integer above INT64_MAX; gRPC: uint64_param */
-    NR_PARAM_DOUBLE,
-    NR_PARAM_STRING,
-    NR_PARAM_OTHER,  /* anything else (HTTP: null, array, object; gRPC: no value) */
-} nr_param_type_t;
-
-typedef struct {
-    const char *key;
-    size_t key_len;
-    nr_param_type_t type;
-    union {
-        bool b;
-        int64_t i;
-        uint64_t u;
-        double d;
-        struct { const char *p; size_t n; } s;
-    } v;
-} nr_param_t;
-
 /* One request-level parameter: sequence_id, sequence_start, sequence_end,
  * priority, timeout (applied to the request), triton_* keys (refused, but
  * for what the protocol allows) and custom keys (type-checked, kept by

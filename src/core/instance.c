@@ -54,20 +54,22 @@ const char *nr_inst_name(const nr_instance_t *inst)
     return inst->name;
 }
 
-/* Adds one execution to the statistics; the caller holds the stats' group lock. */
+/* Adds one execution to the statistics; the caller holds the stats' group
+ * lock. `executed`: the backend ran the batch (it did not fail as a whole).
+ * As in Triton, an execution counts (execution_count, batch_stats) even when
+ * every request in it failed on its own (a request-level backend error);
+ * only successful requests add to inference_count. Failures here are BACKEND. */
 static void add_execution(nr_stats_t *s, nr_req_t **reqs, size_t n, const nr_batch_t *b,
-                          uint64_t t_exec, uint64_t t_end)
+                          uint64_t t_exec, uint64_t t_end, bool executed)
 {
     uint64_t in_ns = b->input_end_ns - t_exec, infer_ns = b->infer_end_ns - b->input_end_ns;
     uint64_t out_ns = t_end - b->infer_end_ns;
-    bool any_ok = false;
     for (size_t i = 0; i < n; i++) {
         nr_req_t *r = reqs[i];
         if (r->status) {
-            nr_stat_add(&s->fail, t_end - r->t_start_ns);
+            nr_stat_fail(s, NR_FAIL_BACKEND, t_end - r->t_start_ns);
             continue;
         }
-        any_ok = true;
         nr_stat_add(&s->success, t_end - r->t_start_ns);
         nr_stat_add(&s->queue, t_exec - r->t_queue_ns);
         nr_stat_add(&s->compute_input, in_ns);
@@ -75,7 +77,7 @@ static void add_execution(nr_stats_t *s, nr_req_t **reqs, size_t n, const nr_bat
         nr_stat_add(&s->compute_output, out_ns);
         atomic_fetch_add_explicit(&s->inference_count, r->batch_size, memory_order_relaxed);
     }
-    if (!any_ok)
+    if (!executed)
         return;
     atomic_fetch_add_explicit(&s->execution_count, 1, memory_order_relaxed);
     atomic_store_explicit(&s->last_inference_ms, nr_wall_ms(), memory_order_relaxed);
@@ -87,12 +89,34 @@ static void add_execution(nr_stats_t *s, nr_req_t **reqs, size_t n, const nr_bat
     }
 }
 
+/* With latency summaries on: each successful request's durations, in whole
+ * microseconds as Triton observes them, into the model's ring (no lock). */
+static void observe(nr_obs_t *obs, nr_req_t **reqs, size_t n, const nr_batch_t *b,
+                    uint64_t t_exec, uint64_t t_end)
+{
+    uint32_t us[NR_OBS_N];
+    us[NR_OBS_COMPUTE_INPUT] = (uint32_t)((b->input_end_ns - t_exec) / 1000);
+    us[NR_OBS_COMPUTE_INFER] = (uint32_t)((b->infer_end_ns - b->input_end_ns) / 1000);
+    us[NR_OBS_COMPUTE_OUTPUT] = (uint32_t)((t_end - b->infer_end_ns) / 1000);
+    for (size_t i = 0; i < n; i++) {
+        nr_req_t *r = reqs[i];
+        if (r->status)
+            continue;
+        us[NR_OBS_REQUEST] = (uint32_t)((t_end - r->t_start_ns) / 1000);
+        us[NR_OBS_QUEUE] = (uint32_t)((t_exec - r->t_queue_ns) / 1000);
+        nr_obs_record(obs, t_end, us);
+    }
+}
+
 static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b, uint64_t t_exec,
-                   uint64_t t_end)
+                   uint64_t t_end, bool executed)
 {
     pthread_mutex_lock(&m->stats.group);
-    add_execution(&m->stats, reqs, n, b, t_exec, t_end);
+    add_execution(&m->stats, reqs, n, b, t_exec, t_end, executed);
     pthread_mutex_unlock(&m->stats.group);
+    nr_obs_t *obs = atomic_load_explicit(&m->stats.obs, memory_order_acquire);
+    if (obs != NULL)
+        observe(obs, reqs, n, b, t_exec, t_end);
 }
 
 static void run_batch(nr_instance_t *inst, size_t n)
@@ -127,13 +151,13 @@ static void run_batch(nr_instance_t *inst, size_t n)
         }
         r->t_end_ns = t_end;
     }
+    record(m, inst->reqs, n, &b, t_exec, t_end, st == NULL);
     nr_status_free(st);
-    record(m, inst->reqs, n, &b, t_exec, t_end);
     nr_sched_complete(m->sched, inst->reqs, n);
 }
 
 /* Requests whose queue timeout expired (REJECT): never executed, answered
- * UNAVAILABLE with Triton's text, counted as failures. */
+ * UNAVAILABLE with Triton's text, counted as failures (REJECTED). */
 static void reject_expired(nr_instance_t *inst, nr_req_t *list)
 {
     nr_model_t *m = inst->model;
@@ -144,7 +168,7 @@ static void reject_expired(nr_instance_t *inst, nr_req_t *list)
             nr_req_t *r = list;
             r->status = nr_status_new(NR_UNAVAILABLE, "Request timeout expired");
             r->t_end_ns = now;
-            nr_stat_add(&m->stats.fail, now - r->t_start_ns);
+            nr_stat_fail(&m->stats, NR_FAIL_REJECTED, now - r->t_start_ns);
             inst->reqs[n++] = r;
         }
         nr_sched_complete(m->sched, inst->reqs, n);

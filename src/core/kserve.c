@@ -2,6 +2,7 @@
 #include "kserve.h"
 
 #include "../common/alloc.h"
+#include "../common/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +37,11 @@ nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, 
         long long v = strtoll(buf, &end, 10);
         /* std::stol: leading blanks and a sign allowed, trailing text ignored */
         ok = end != buf && errno != ERANGE && (proto == NR_PROTO_GRPC || *end == '\0');
+        if (ok && v < 0)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "invalid model version specified '%s' , version should be an "
+                                 "integral value > 0",
+                                 buf);
         if (ok)
             *out = v;
     }
@@ -197,4 +203,67 @@ nr_status_t *nr_kserve_cuda_register(const char *region, size_t len)
                          "failed to register CUDA shared memory region: '%.*s', GPUs not "
                          "supported",
                          (int)len, region);
+}
+
+/* ---- logging -------------------------------------------------------------------- */
+
+static bool param_is(const nr_param_t *p, const char *k)
+{
+    return p->key_len == strlen(k) && memcmp(p->key, k, p->key_len) == 0;
+}
+
+nr_status_t *nr_kserve_log_set(const nr_param_t *p)
+{
+    if (param_is(p, "log_file"))
+        return nr_status_new(NR_UNSUPPORTED,
+                             "log file location can not be updated through network protocol");
+    _Atomic bool *flag = param_is(p, "log_info")      ? &nr_log_settings.info
+                         : param_is(p, "log_warning") ? &nr_log_settings.warn
+                         : param_is(p, "log_error")   ? &nr_log_settings.error
+                                                      : NULL;
+    if (flag != NULL) {
+        if (p->type != NR_PARAM_BOOL)
+            return nr_status_new(NR_INVALID_ARG, "expect boolean for '%.*s'", (int)p->key_len,
+                                 p->key);
+        *flag = p->v.b;
+    } else if (param_is(p, "log_verbose_level")) {
+        bool ok = (p->type == NR_PARAM_UINT64 && p->v.u <= INT32_MAX) ||
+                  (p->type == NR_PARAM_INT64 && p->v.i >= 0 && p->v.i <= INT32_MAX);
+        if (!ok)
+            return nr_status_new(NR_INVALID_ARG, "expect int32 for 'log_verbose_level'");
+        nr_log_settings.verbose = (int)(p->type == NR_PARAM_UINT64 ? (int64_t)p->v.u : p->v.i);
+    } else if (param_is(p, "log_format")) {
+        if (p->type != NR_PARAM_STRING)
+            return nr_status_new(NR_INVALID_ARG, "expect string for 'log_format'");
+        bool iso = p->v.s.n == 7 && memcmp(p->v.s.p, "ISO8601", 7) == 0;
+        if (!iso && !(p->v.s.n == 7 && memcmp(p->v.s.p, "default", 7) == 0))
+            return nr_status_new(NR_INVALID_ARG, "invalid argument for log_format, got: %.*s",
+                                 (int)p->v.s.n, p->v.s.p);
+        nr_log_settings.iso8601 = iso;
+    }
+    return NULL;
+}
+
+static void setting_bool(nr_kserve_setting_fn fn, void *arg, const char *k, bool v)
+{
+    nr_param_t p = {.key = k, .key_len = strlen(k), .type = NR_PARAM_BOOL, .v.b = v};
+    fn(&p, arg);
+}
+
+void nr_kserve_log_settings(nr_kserve_setting_fn fn, void *arg)
+{
+    const char *file = nr_log_settings.file ? nr_log_settings.file : "";
+    const char *fmt = nr_log_settings.iso8601 ? "ISO8601" : "default";
+    nr_param_t p = {.key = "log_file", .key_len = 8, .type = NR_PARAM_STRING,
+                    .v.s = {file, strlen(file)}};
+    fn(&p, arg);
+    setting_bool(fn, arg, "log_info", nr_log_settings.info);
+    setting_bool(fn, arg, "log_warning", nr_log_settings.warn);
+    setting_bool(fn, arg, "log_error", nr_log_settings.error);
+    p = (nr_param_t){.key = "log_verbose_level", .key_len = 17, .type = NR_PARAM_UINT64,
+                     .v.u = (uint64_t)nr_log_settings.verbose};
+    fn(&p, arg);
+    p = (nr_param_t){.key = "log_format", .key_len = 10, .type = NR_PARAM_STRING,
+                     .v.s = {fmt, strlen(fmt)}};
+    fn(&p, arg);
 }

@@ -22,6 +22,30 @@
 /* Which frontend asks, where Triton's two frontends word things differently. */
 typedef enum { NR_PROTO_HTTP, NR_PROTO_GRPC } nr_proto_t;
 
+/* A parameter as the protocols carry them (request parameters, settings). */
+typedef enum {
+    NR_PARAM_BOOL,
+    NR_PARAM_INT64,  /* HTTP: a JSON integer that fits int64; gRPC: int64_param */
+    NR_PARAM_UINT64, /* HTTP: a JSON integer above INT64_MAX; gRPC: uint64_param */
+    NR_PARAM_DOUBLE,
+    NR_PARAM_STRING,
+    NR_PARAM_OTHER,  /* anything else (HTTP: null, array, object; gRPC: no value) */
+} nr_param_type_t;
+
+typedef struct {
+    const char *key;
+    size_t key_len;
+    nr_param_type_t type;
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        double d;
+        struct { const char *p; size_t n; } s;
+    } v;
+} nr_param_t;
+
+
 /* A READY model version: `version` < 0 means the highest READY one. Errors
  * are Triton's (NOT_FOUND "Request for unknown model: ..."). */
 NR_MUST_CHECK nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, size_t len,
@@ -82,6 +106,18 @@ NR_MUST_CHECK nr_status_t *nr_kserve_repo_control(nr_server_t *s, const char *mo
 /* A repository name in a load/unload/index request: UNSUPPORTED
  * "'repository_name' specification is not supported". */
 NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);
+
+/* ---- logging (the logging extension) ----------------------------------------------- */
+
+/* Applies one setting: log_info, log_warning, log_error (bool),
+ * log_verbose_level (unsigned), log_format ("default" | "ISO8601"); log_file
+ * is refused (UNSUPPORTED, as Triton refuses it over the network) and unknown
+ * keys are ignored. Errors are Triton's texts ("expect boolean for '<key>'"). */
+NR_MUST_CHECK nr_status_t *nr_kserve_log_set(const nr_param_t *p);
+typedef void (*nr_kserve_setting_fn)(const nr_param_t *p, void *arg);
+/* The current settings, in Triton's order: log_file (string, "" = the
+ * console), log_info, log_warning, log_error, log_verbose_level, log_format. */
+void nr_kserve_log_settings(nr_kserve_setting_fn fn, void *arg);
 
 /* ---- CUDA shared memory, on a server without GPUs --------------------------------- */
 

@@ -127,15 +127,27 @@ void nr_model_unload(nr_model_t *m)
     m->outputs_by_name = NULL;
 }
 
+/* Whether the model's mean execution so far is within the request's inline
+ * limit (an unknown mean is not). */
+static bool inline_fits(const nr_model_t *m, const nr_req_t *req)
+{
+    if (req->inline_max_ns == 0)
+        return true;
+    uint64_t n = atomic_load_explicit(&m->stats.compute_infer.count, memory_order_relaxed);
+    uint64_t ns = atomic_load_explicit(&m->stats.compute_infer.ns, memory_order_relaxed);
+    return n > 0 && ns / n < req->inline_max_ns;
+}
+
 nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
 {
     nr_status_t *st = nr_req_validate(req);
     if (st) /* a request the model refuses is not counted (as in Triton) */
         return st;
     nr_sched_waiter_t *borrowed;
-    st = nr_sched_submit(m->sched, req, m->allow_inline, &borrowed);
-    if (st) { /* queue full or stopping: a failed inference */
-        nr_stat_add(&m->stats.fail, nr_now_ns() - req->t_start_ns);
+    st = nr_sched_submit(m->sched, req, m->allow_inline && inline_fits(m, req), &borrowed);
+    if (st) { /* queue full (REJECTED) or stopping (OTHER): a failed inference */
+        nr_stat_fail(&m->stats, nr_sched_stopped(m->sched) ? NR_FAIL_OTHER : NR_FAIL_REJECTED,
+                     nr_now_ns() - req->t_start_ns);
         return st;
     }
     if (borrowed) { /* an idle instance and nothing queued: run here, no hop */

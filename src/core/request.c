@@ -93,7 +93,8 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
     t->name = req->model->cfg->input[idx].name;
     t->dtype = dtype;
     t->ndim = ndim;
-    memcpy(t->dims, dims, ndim * sizeof(int64_t));
+    if (ndim > 0) /* gRPC's empty shape is a NULL array */
+        memcpy(t->dims, dims, ndim * sizeof(int64_t));
     t->data = data;
     t->size = size;
     req->present[idx] = true;
@@ -243,13 +244,11 @@ static nr_status_t *check_size(nr_req_t *req, size_t i)
             uint32_t n = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 |
                          (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
             off += 4;
-            if (t->size - off < n)
-                return nr_status_new(NR_INVALID_ARG,
-                                     "incomplete string data for inference input '%s', expecting "
-                                     "string of length %" PRIu32 " but only %zu bytes available",
-                                     t->name, n, t->size - off);
-            off += n;
             elems++;
+            /* An element cut short by the end of the data counts as one, as in
+             * Triton's ValidateBytesInputs: the backend then fails the request
+             * ("incomplete string data ...") and it counts as a BACKEND failure. */
+            off += t->size - off < n ? t->size - off : n;
         }
         if (elems != count)
             return nr_req_error(req, NR_INVALID_ARG,
@@ -332,7 +331,10 @@ nr_status_t *nr_req_validate(nr_req_t *req)
         if (t->dtype != in->data_type)
             return nr_req_error(req, NR_INVALID_ARG,
                                 "inference input '%s' data-type is '%s', but model '%s' expects '%s'",
-                                t->name, nr_dtype_kserve_name(t->dtype), cfg->name,
+                                t->name,
+                                nr_dtype_kserve_name(t->dtype) ? nr_dtype_kserve_name(t->dtype)
+                                                               : "<invalid>",
+                                cfg->name,
                                 nr_dtype_kserve_name(in->data_type));
         size_t skip = cfg->max_batch_size > 0 ? 1 : 0;
         if (!dims_match(in, t->dims + skip, t->ndim - skip))

@@ -55,6 +55,10 @@ struct nr_req_s {
     nr_req_done_fn done;
     void *done_arg;
     void *frontend; /* frontend's per-request state (not touched by core) */
+    /* Run on the submitting thread (inline) only when the model's mean
+     * execution so far is shorter than this; 0 = no limit. A frontend whose
+     * thread serves many clients sets it (gRPC), so a slow model never blocks it. */
+    uint64_t inline_max_ns;
     nr_req_t *next; /* queue link, owned by the scheduler while queued */
 };
 

@@ -555,3 +555,11 @@ uint64_t nr_sched_queued(nr_sched_t *s)
     pthread_mutex_unlock(&s->mu);
     return n;
 }
+
+bool nr_sched_stopped(nr_sched_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stopped = s->stopped;
+    pthread_mutex_unlock(&s->mu);
+    return stopped;
+}

@@ -68,7 +68,11 @@ void nr_sched_complete(nr_sched_t *s, nr_req_t **reqs, size_t n);
 void nr_sched_stop(nr_sched_t *s);
 /* Queued requests plus requests handed out and not yet completed. */
 uint64_t nr_sched_inflight(nr_sched_t *s);
-/* Requests waiting in the queues (all levels, delayed ones included). */
+/* Requests waiting in the queues (all levels, delayed ones included): the
+ * pending request count of the metrics (queued, not yet executing). */
 uint64_t nr_sched_queued(nr_sched_t *s);
+/* Whether nr_sched_stop was called (it stays so): a refused submit was then
+ * "Server is stopping", not a full queue. */
+bool nr_sched_stopped(nr_sched_t *s);
 
 #endif

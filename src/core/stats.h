@@ -6,13 +6,33 @@
  * sees a request's compute_infer counted without its compute_output:
  * perf_analyzer aborts on unequal compute counts ("Server side statistics
  * compute counts must be the same"). A failure outside an execution needs no lock.
+ *
+ * The same counters feed the Prometheus metrics (frontends/metrics): every
+ * failure is also counted under Triton's reason (nr_stat_fail), and with
+ * latency summaries enabled each successful request is also recorded in a
+ * ring of recent observations (obs.h), published through an atomic pointer so
+ * that the request path pays one load and a branch while summaries are off.
  */
 #ifndef NR_STATS_H
 #define NR_STATS_H
 
+#include "obs.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+/* Why a request failed, as Triton's nv_inference_request_failure labels it:
+ * REJECTED (queue full, queue timeout), CANCELED, BACKEND (failed in an
+ * execution), OTHER (anything else in the core). Requests refused by
+ * validation before they are queued are not failures at all. */
+typedef enum {
+    NR_FAIL_REJECTED,
+    NR_FAIL_CANCELED,
+    NR_FAIL_BACKEND,
+    NR_FAIL_OTHER,
+    NR_FAIL_N
+} nr_fail_reason_t;
 
 typedef struct { atomic_uint_fast64_t count, ns; } nr_stat_dur_t;
 
@@ -26,6 +46,8 @@ typedef struct nr_stats_s {
     atomic_uint_fast64_t execution_count; /* backend executions */
     nr_stat_dur_t success, fail, queue, compute_input, compute_infer, compute_output;
     nr_stat_dur_t cache_hit, cache_miss;
+    atomic_uint_fast64_t failure[NR_FAIL_N]; /* fail.count split by reason */
+    _Atomic(nr_obs_t *) obs; /* recent requests, for summaries; NULL = not recorded */
     nr_stat_batch_t *batch; /* [max_batch_size + 1], indexed by batch size */
     uint32_t n_batch;
     pthread_mutex_t group; /* one execution's additions vs. a snapshot */
@@ -40,6 +62,7 @@ typedef struct {
     uint64_t last_inference_ms, inference_count, execution_count;
     nr_dur_snap_t success, fail, queue, compute_input, compute_infer, compute_output, cache_hit,
         cache_miss;
+    uint64_t failure[NR_FAIL_N];
     nr_batch_snap_t *batch; /* only sizes that executed, ascending; owned by snapshot */
     uint32_t n_batch;
 } nr_stats_snap_t;
@@ -49,11 +72,23 @@ void nr_stats_destroy(nr_stats_t *s);
 /* Reads the counters; takes `group` (the lock is not part of the value, hence const). */
 void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *out);
 void nr_stats_snap_free(nr_stats_snap_t *snap);
+/* Starts recording observations in a ring of `cap` (once; later calls keep
+ * the first ring). Any thread, also while requests run. */
+void nr_stats_enable_obs(nr_stats_t *s, size_t cap);
+/* The "BACKEND" ... label of a reason. */
+const char *nr_fail_reason_name(nr_fail_reason_t r);
 
 static inline void nr_stat_add(nr_stat_dur_t *d, uint64_t ns)
 {
     atomic_fetch_add_explicit(&d->count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->ns, ns, memory_order_relaxed);
+}
+
+/* One failed request: `fail` and its reason. */
+static inline void nr_stat_fail(nr_stats_t *s, nr_fail_reason_t r, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&s->failure[r], 1, memory_order_relaxed);
+    nr_stat_add(&s->fail, ns);
 }
 
 #endif

@@ -55,10 +55,10 @@ def help_text():
     return (p.stdout + p.stderr).decode("utf-8", "replace")
 
 
-def side_port_args():
-    """Free ports for the gRPC and metrics endpoints once this build serves them (its --help
-    lists the flag without calling it "not implemented"), so that servers started side by side
-    never fight over 8001/8002."""
+def side_port_flags():
+    """The gRPC and metrics port flags this build serves (its --help lists the flag without
+    calling it "not implemented"), so that servers started side by side never fight over
+    8001/8002."""
     lines = help_text().splitlines()
     out = []
     for flag in ("--grpc-port", "--metrics-port"):
@@ -66,7 +66,7 @@ def side_port_args():
             if flag in line:
                 around = " ".join(lines[i:i + 2])
                 if "not implemented" not in around:
-                    out.append(f"{flag}={free_port()}")
+                    out.append(flag)
                 break
     return out
 
@@ -89,11 +89,25 @@ class NereidServer:
         self.argv = [str(self.binary)]
         self.argv += [f"--model-repository={r}" for r in repos]
         self.argv += [f"--http-port={self.port}", f"--http-address={self.host}"]
+        # gRPC and metrics on free ports of 127.0.0.1 (None where not served or not asked for)
+        self.grpc_port = self.metrics_port = None
         if extra_ports:
-            self.argv += side_port_args()
+            for flag in side_port_flags():
+                port = free_port()
+                if flag == "--grpc-port":
+                    self.grpc_port = port
+                    self.argv += [f"--grpc-port={port}", f"--grpc-address={self.host}"]
+                else:
+                    self.metrics_port = port
+                    self.argv += [f"--metrics-port={port}"]
         self.argv += list(args)
         self.proc = None
         self.returncode = None
+
+    @property
+    def grpc_url(self):
+        """What tritonclient.grpc wants ("127.0.0.1:<grpc port>")."""
+        return f"{self.host}:{self.grpc_port}"
 
     def start(self):
         self._logf = open(self.log_path, "wb")

@@ -17,16 +17,8 @@
 #include "../../src/frontends/http/http_int.h"
 #include "fuzz_util.h"
 
-#include <fcntl.h>
 #include <stdbool.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#ifndef NR_SRC_ROOT
-#define NR_SRC_ROOT "."
-#endif
 
 #define FUZZ_MAX_INPUT (1u << 20) /* --http-max-input-size for the driver */
 #define FUZZ_SHM_KEY "/nereid_fuzz_http"
@@ -39,67 +31,15 @@ static char repo_dir[] = "/tmp/nereid-fuzz-http-XXXXXX";
 static void cleanup(void)
 {
     nr_http_server_free(srv);
-    nr_server_free(core); /* and the repository */
-    shm_unlink(FUZZ_SHM_KEY);
-    const char *names[] = {"simple", "identity_fp32"};
-    char p[512];
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(p, sizeof(p), "%s/%s", repo_dir, names[i]);
-        unlink(p);
-    }
-    rmdir(repo_dir);
+    fuzz_example_cleanup(core, repo_dir, FUZZ_SHM_KEY);
 }
 
 static void setup(void)
 {
-    nr_log_settings.info = false;
-    nr_log_settings.warn = false;
-    if (mkdtemp(repo_dir) == NULL) {
-        perror("mkdtemp");
-        abort();
-    }
-    const char *names[] = {"simple", "identity_fp32"};
-    for (size_t i = 0; i < 2; i++) {
-        char src[512], dst[512];
-        snprintf(src, sizeof(src), "%s/examples/model_repository/%s", NR_SRC_ROOT, names[i]);
-        snprintf(dst, sizeof(dst), "%s/%s", repo_dir, names[i]);
-        if (symlink(src, dst) != 0) {
-            perror("symlink");
-            abort();
-        }
-    }
-    const char *paths[] = {repo_dir};
-    nr_repo_options_t ro = {.paths = paths, .n_paths = 1, .autocomplete = true, .cpu_count = 1};
-    nr_repo_t *repo = NULL;
-    nr_status_t *st = nr_repo_create(&ro, &repo);
-    if (st != NULL || !nr_repo_all_ready(repo)) {
-        fprintf(stderr, "fuzz_http: the example models did not load (run `make models`)%s%s\n",
-                st ? ": " : "", st ? st->msg : "");
-        abort();
-    }
-    nr_server_options_t so = {.id = "triton", .version = "", .strict_readiness = true};
-    core = nr_server_new(&so, repo);
+    core = fuzz_example_server(repo_dir, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
     nr_http_options_t ho = {.port = 0, .max_input_size = FUZZ_MAX_INPUT};
     srv = nr_http_server_new(&ho, core);
-    int fd = shm_open(FUZZ_SHM_KEY, O_RDWR | O_CREAT, 0600);
-    if (fd < 0 || ftruncate(fd, FUZZ_SHM_SIZE) != 0) {
-        perror("fuzz_http: " FUZZ_SHM_KEY);
-        abort();
-    }
-    close(fd);
     atexit(cleanup);
-}
-
-/* The registry as every input finds it: region "fz" and nothing else. */
-static void reset_shm(void)
-{
-    nr_shm_unregister(nr_server_shm(core), NULL, 0);
-    nr_status_t *st = nr_shm_register(nr_server_shm(core), "fz", 2, FUZZ_SHM_KEY,
-                                      strlen(FUZZ_SHM_KEY), 0, FUZZ_SHM_SIZE);
-    if (st != NULL) {
-        fprintf(stderr, "fuzz_http: %s\n", st->msg);
-        abort();
-    }
 }
 
 /* Copies the next line (without '\n') into out; false at the end of the input. */
@@ -122,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (srv == NULL)
         setup();
-    reset_shm();
+    fuzz_reset_shm(core, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
     const uint8_t *p = data, *end = data + size;
     char first[1024];
     if (!line(&p, end, first, sizeof(first)))

@@ -1,5 +1,6 @@
 /* fuzz_util.h - what the fuzz drivers share: models without a backend (only
- * what the infer parser and request validation read), built from config text.
+ * what the infer parser and request validation read), built from config text,
+ * and a real server over the example models with a shared-memory object.
  * Not a public API; included by the tests/fuzz/fuzz_*.c drivers only.
  */
 #ifndef NR_FUZZ_UTIL_H
@@ -9,11 +10,20 @@
 #include "../../src/common/log.h"
 #include "../../src/config/model_config.h"
 #include "../../src/core/model.h"
+#include "../../src/core/server.h"
+#include "../unit/fake_model.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef NR_SRC_ROOT
+#define NR_SRC_ROOT "."
+#endif
 
 /* The example repository's simple (INT32 [16] x2, batching) and
  * identity_fp32 (FP32 [-1]), plus a STRING model without batching. */
@@ -36,21 +46,77 @@ static uint32_t fuzz_by_name[FUZZ_N_MODELS][2] = {{1, 0}, {0, 0}, {0, 0}};
 
 static inline nr_model_t *fuzz_fake_model(size_t i)
 {
-    nr_model_config_t *cfg = NULL;
-    nr_status_t *st = nr_cfg_parse(FUZZ_CFGS[i], strlen(FUZZ_CFGS[i]), "fuzz/config.pbtxt", &cfg);
-    if (st != NULL) {
-        fprintf(stderr, "fuzz config %zu: %s\n", i, st->msg);
+    nr_model_t *m = nr_fake_model(FUZZ_CFGS[i], fuzz_by_name[i], true);
+    if (m == NULL)
+        abort();
+    return m;
+}
+
+static const char *const FUZZ_EXAMPLES[] = {"simple", "identity_fp32"};
+
+/* A server core over a temporary repository (dir: a mkdtemp template, filled
+ * in) that links the example models simple and identity_fp32 (written by
+ * `make models`), with the shared-memory object `shm_key` of shm_size bytes
+ * created; aborts when anything is missing. */
+static inline nr_server_t *fuzz_example_server(char *dir, const char *shm_key, size_t shm_size)
+{
+    nr_log_settings.info = false;
+    nr_log_settings.warn = false;
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
         abort();
     }
-    nr_cfg_normalize(cfg);
-    nr_model_t *m = nr_calloc(1, sizeof(*m));
-    m->name = cfg->name;
-    m->version = 1;
-    strcpy(m->version_str, "1");
-    m->cfg = cfg;
-    m->state = NR_MODEL_READY;
-    m->outputs_by_name = fuzz_by_name[i];
-    return m;
+    for (size_t i = 0; i < 2; i++) {
+        char src[512], dst[512];
+        snprintf(src, sizeof(src), "%s/examples/model_repository/%s", NR_SRC_ROOT,
+                 FUZZ_EXAMPLES[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, FUZZ_EXAMPLES[i]);
+        if (symlink(src, dst) != 0) {
+            perror("symlink");
+            abort();
+        }
+    }
+    const char *paths[] = {dir};
+    nr_repo_options_t ro = {.paths = paths, .n_paths = 1, .autocomplete = true, .cpu_count = 1};
+    nr_repo_t *repo = NULL;
+    nr_status_t *st = nr_repo_create(&ro, &repo);
+    if (st != NULL || !nr_repo_all_ready(repo)) {
+        fprintf(stderr, "fuzz: the example models did not load (run `make models`)%s%s\n",
+                st ? ": " : "", st ? st->msg : "");
+        abort();
+    }
+    nr_server_options_t so = {.id = "triton", .version = "", .strict_readiness = true};
+    int fd = shm_open(shm_key, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)shm_size) != 0) {
+        perror(shm_key);
+        abort();
+    }
+    close(fd);
+    return nr_server_new(&so, repo);
+}
+
+/* The registry as every input finds it: region "fz" over the whole object. */
+static inline void fuzz_reset_shm(nr_server_t *core, const char *shm_key, size_t shm_size)
+{
+    nr_shm_unregister(nr_server_shm(core), NULL, 0);
+    nr_status_t *st = nr_shm_register(nr_server_shm(core), "fz", 2, shm_key, strlen(shm_key), 0,
+                                      shm_size);
+    if (st != NULL) {
+        fprintf(stderr, "fuzz: %s\n", st->msg);
+        abort();
+    }
+}
+
+static inline void fuzz_example_cleanup(nr_server_t *core, const char *dir, const char *shm_key)
+{
+    nr_server_free(core);
+    shm_unlink(shm_key);
+    char p[512];
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, FUZZ_EXAMPLES[i]);
+        unlink(p);
+    }
+    rmdir(dir);
 }
 
 #endif

@@ -123,8 +123,63 @@ def shm_requests():
         put("http", f"POST /v2/models/{model}/infer\n\n".encode() + json.dumps(req).encode())
 
 
+# The order of nr_grpc_methods in src/frontends/grpc/grpc_control.c: a gRPC seed is the method's
+# index (one byte) followed by the serialized request.
+GRPC_METHODS = ["ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata",
+                "ModelInfer", "ModelStreamInfer", "ModelConfig", "ModelStatistics",
+                "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload",
+                "SystemSharedMemoryStatus", "SystemSharedMemoryRegister",
+                "SystemSharedMemoryUnregister", "CudaSharedMemoryStatus",
+                "CudaSharedMemoryRegister", "CudaSharedMemoryUnregister", "TraceSetting",
+                "LogSettings", "Check"]
+
+
+def grpc_requests():
+    """The gRPC calls recorded against Triton 2.51 (tests/e2e/data/triton_grpc.jsonl), each also
+    as a stream request, plus shared-memory uses of the region "fz" fuzz_grpc.c registers."""
+    try:
+        from google.protobuf import text_format
+        from tritonclient.grpc import service_pb2
+    except Exception as e:  # tritonclient missing: no gRPC seeds
+        print(f"skipping gRPC seeds: {e}")
+        return
+    for line in (ROOT / "tests" / "e2e" / "data" / "triton_grpc.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        rpc = e["rpc"].rsplit("/", 1)[1]
+        msg = getattr(service_pb2, f"{rpc}Request")()
+        text_format.Parse(e["request_text"], msg)
+        msg_bytes = msg.SerializeToString()
+        for m in MODELS:
+            msg_bytes = msg_bytes.replace(f"{m}_noconfig".encode(), m.encode())
+        put("grpc", bytes([GRPC_METHODS.index(rpc)]) + msg_bytes)
+        if rpc == "ModelInfer":
+            put("grpc", bytes([GRPC_METHODS.index("ModelStreamInfer")]) + msg_bytes)
+    req = service_pb2.ModelInferRequest(model_name="simple", id="shm")
+    for i, n in enumerate(("INPUT0", "INPUT1")):
+        t = req.inputs.add(name=n, datatype="INT32", shape=[1, 16])
+        t.parameters["shared_memory_region"].string_param = "fz"
+        t.parameters["shared_memory_offset"].int64_param = 64 * i
+        t.parameters["shared_memory_byte_size"].int64_param = 64
+    o = req.outputs.add(name="OUTPUT0")
+    o.parameters["shared_memory_region"].string_param = "fz"
+    o.parameters["shared_memory_offset"].int64_param = 1024
+    o.parameters["shared_memory_byte_size"].int64_param = 64
+    req.outputs.add(name="OUTPUT1").parameters["classification"].int64_param = 3
+    put("grpc", bytes([GRPC_METHODS.index("ModelInfer")]) + req.SerializeToString())
+    reg = service_pb2.SystemSharedMemoryRegisterRequest(name="r2", key="/nereid_fuzz_grpc",
+                                                        offset=4096, byte_size=128)
+    put("grpc", bytes([GRPC_METHODS.index("SystemSharedMemoryRegister")]) +
+        reg.SerializeToString())
+    put("grpc", bytes([GRPC_METHODS.index("SystemSharedMemoryStatus")]) +
+        service_pb2.SystemSharedMemoryStatusRequest(name="fz").SerializeToString())
+    logs = service_pb2.LogSettingsRequest()
+    logs.settings["log_format"].string_param = "default"
+    put("grpc", bytes([GRPC_METHODS.index("LogSettings")]) + logs.SerializeToString())
+
+
 if __name__ == "__main__":
     configs()
+    grpc_requests()
     unit_configs()
     requests()
     shm_requests()

@@ -2,7 +2,9 @@
  * test_core.c and test_scheduler.c; static, one copy per test binary): identity
  * on input 0, whose executions can be gated (each waits until the test opens
  * it) so that a queue's contents are known whenever a batch forms, and which
- * logs each execution (batch size, requests, instance, thread).
+ * logs each execution (batch size, requests, instance, thread). With
+ * tb_fail_items set, every request of an execution fails on its own (a
+ * request-level backend error, the batch itself runs).
  */
 #ifndef NR_TEST_BACKEND_H
 #define NR_TEST_BACKEND_H
@@ -22,6 +24,7 @@ static pthread_cond_t tb_cv = PTHREAD_COND_INITIALIZER;
 static bool tb_gated;           /* executions wait until opened */
 static bool tb_open[MAX_EXEC];  /* per execution number */
 static int tb_running, tb_nexec;
+static bool tb_fail_items;      /* each item fails: "test backend failure" */
 typedef struct {
     uint64_t size;               /* total batch size */
     size_t n;                    /* requests */
@@ -73,9 +76,14 @@ static inline nr_status_t *tb_exec(void *is, nr_batch_t *b)
         pthread_cond_wait(&tb_cv, &tb_mu);
     tb_running--;
     pthread_cond_broadcast(&tb_cv);
+    bool fail = tb_fail_items;
     pthread_mutex_unlock(&tb_mu);
     for (size_t i = 0; i < b->n; i++) {
         nr_batch_item_t *it = b->items[i];
+        if (fail) {
+            it->status = nr_status_new(NR_INVALID_ARG, "test backend failure");
+            continue;
+        }
         for (size_t k = 0; k < it->n_want; k++) {
             const nr_tensor_t *in = &it->inputs[0];
             nr_tensor_t *out = &it->outputs[k];

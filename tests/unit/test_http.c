@@ -5,6 +5,7 @@
  */
 #include "../../src/common/alloc.h"
 #include "../../src/frontends/http/http_int.h"
+#include "fake_model.h"
 #include "nr_test.h"
 
 #include <math.h>
@@ -31,29 +32,12 @@ static uint32_t by_name_ident[1] = {0};
 
 static nr_model_t *fake_model(const char *pbtxt, uint32_t *by_name)
 {
-    nr_model_config_t *cfg = NULL;
-    nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
-    if (st != NULL) {
-        fprintf(stderr, "config: %s\n", st->msg);
-        nr_status_free(st);
-        return NULL;
-    }
-    nr_model_t *m = nr_calloc(1, sizeof(*m));
-    m->name = cfg->name;
-    m->version = 1;
-    strcpy(m->version_str, "1");
-    m->cfg = cfg;
-    m->state = NR_MODEL_READY;
-    m->outputs_by_name = by_name;
-    return m;
+    return nr_fake_model(pbtxt, by_name, false);
 }
 
 static void fake_free(nr_model_t *m)
 {
-    if (m == NULL)
-        return;
-    nr_cfg_free((nr_model_config_t *)m->cfg);
-    free(m);
+    nr_fake_model_free(m);
 }
 
 /* Parses body (copied) with an optional Inference-Header-Content-Length. */

@@ -6,6 +6,7 @@
  */
 #include "../../src/common/alloc.h"
 #include "../../src/core/infer.h"
+#include "fake_model.h"
 #include "nr_test.h"
 
 #include <stdlib.h>
@@ -22,27 +23,12 @@ static uint32_t by_name[2] = {1, 0};
 
 static nr_model_t *fake_model(void)
 {
-    nr_model_config_t *cfg = NULL;
-    nr_status_t *st = nr_cfg_parse(CFG, strlen(CFG), "test/config.pbtxt", &cfg);
-    if (st != NULL) {
-        fprintf(stderr, "config: %s\n", st->msg);
-        nr_status_free(st);
-        return NULL;
-    }
-    nr_model_t *m = nr_calloc(1, sizeof(*m));
-    m->name = cfg->name;
-    m->version = 1;
-    strcpy(m->version_str, "1");
-    m->cfg = cfg;
-    m->state = NR_MODEL_READY;
-    m->outputs_by_name = by_name;
-    return m;
+    return nr_fake_model(CFG, by_name, false);
 }
 
 static void fake_free(nr_model_t *m)
 {
-    nr_cfg_free((nr_model_config_t *)m->cfg);
-    free(m);
+    nr_fake_model_free(m);
 }
 
 static nr_param_t p_int(const char *k, int64_t v)
@@ -155,7 +141,7 @@ NR_TEST(params_grpc_texts)
                   "uint64_param.");
     p = p_int("priority", -1);
     EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value for 'priority' expected value >= 0.");
+                  "invalid value for 'priority', expected value >= 0.");
     p = p_uint("timeout", 1);
     EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
                   "invalid value type for 'timeout' parameter, expected int64_param.");
@@ -164,7 +150,16 @@ NR_TEST(params_grpc_texts)
                   "invalid value type for 'sequence_id' parameter, expected int64_param or "
                   "string_param.");
     p = p_other("custom");
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value type for 'custom' parameter, expected int64_param, bool_param, "
+                  "or string_param.");
+    p = (nr_param_t){.key = "custom", .key_len = 6, .type = NR_PARAM_DOUBLE, .v.d = 0.5};
     EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
+    p = p_bool("triton_enable_empty_final_response", false);
+    p.type = NR_PARAM_INT64;
+    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
+                  "invalid value type for 'triton_enable_empty_final_response' parameter, "
+                  "expected bool_param.");
     nr_infer_release(&inf);
     fake_free(m);
 }

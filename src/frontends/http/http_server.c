@@ -24,6 +24,7 @@
 
 #include "../../common/alloc.h"
 #include "../../common/log.h"
+#include "../../common/net.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -594,38 +595,6 @@ static void on_mhd_log(void *cls, const char *fm, va_list ap)
 
 /* ---- lifecycle ------------------------------------------------------------------ */
 
-static bool resolve(const char *addr, int port, struct sockaddr_storage *ss, bool *v6)
-{
-    memset(ss, 0, sizeof(*ss));
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)port);
-        *v6 = false;
-        return true;
-    }
-    if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        *v6 = true;
-        return true;
-    }
-    struct addrinfo hints = {0}, *res = NULL; /* a host name: startup only */
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    if (getaddrinfo(addr, NULL, &hints, &res) != 0 || res == NULL)
-        return false;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *v6 = res->ai_family == AF_INET6;
-    if (*v6)
-        a6->sin6_port = htons((uint16_t)port);
-    else
-        a4->sin_port = htons((uint16_t)port);
-    freeaddrinfo(res);
-    return true;
-}
-
 void nr_http_server_free(nr_http_server_t *s)
 {
     free(s->server_meta);
@@ -654,7 +623,7 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
 
     struct sockaddr_storage ss;
     bool v6 = false;
-    if (!resolve(s->opts.address, opts->port, &ss, &v6)) {
+    if (!nr_net_resolve(s->opts.address, opts->port, &ss, &v6)) {
         nr_status_t *st = nr_status_new(NR_INVALID_ARG, "invalid --http-address '%s'",
                                         s->opts.address);
         nr_http_server_free(s);

@@ -1,0 +1,15 @@
+/* net.h - socket address helpers shared by the frontends that bind a port
+ * (HTTP, metrics): an address flag ("0.0.0.0", "::1", a host name) and a
+ * port into a sockaddr.
+ */
+#ifndef NR_NET_H
+#define NR_NET_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/* Fills *ss from an IPv4 or IPv6 literal, or a host name (getaddrinfo, so
+ * call at startup only); *v6 says which family. false when it cannot. */
+bool nr_net_resolve(const char *addr, int port, struct sockaddr_storage *ss, bool *v6);
+
+#endif

@@ -1,0 +1,590 @@
+/* grpc_control.c - every RPC that is not inference, and the method table.
+ * Each handler takes the unpacked request, asks the core (kserve.h, the
+ * shared-memory registry, the server's readiness) and packs the response;
+ * the errors are the core's, with Triton's texts, mapped to gRPC codes in
+ * common/status.c. Responses are built in an arena that dies with the call.
+ */
+#include "grpc_int.h"
+
+#include "../../common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A scratch arena for building one response. */
+typedef struct {
+    nr_arena_t a;
+} scratch_t;
+
+static void *s_alloc(scratch_t *sc, size_t n)
+{
+    return nr_arena_calloc(&sc->a, n ? n : 1);
+}
+
+static char *s_str(scratch_t *sc, const char *p, size_t n)
+{
+    return nr_arena_strndup(&sc->a, p, n);
+}
+
+/* The version field of a request: "" = none. */
+static nr_status_t *version_of(const char *v, int64_t *out)
+{
+    return nr_kserve_parse_version(v, strlen(v), NR_PROTO_GRPC, out);
+}
+
+/* ---- health and metadata -------------------------------------------------------- */
+
+static nr_status_t *server_live(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
+    r.live = nr_server_live(s->core);
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *server_ready(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
+    r.ready = nr_server_ready(s->core);
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *health_check(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    /* Triton ignores the service name and reports the server's readiness */
+    Grpc__Health__V1__HealthCheckResponse r = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    r.status = nr_server_ready(s->core) ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+                                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *model_ready(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__ModelReadyRequest *q = (const void *)req;
+    int64_t v;
+    nr_status_t *st = version_of(q->version, &v);
+    if (st != NULL)
+        return st;
+    Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
+    r.ready = nr_kserve_model_ready(s->core, q->name, strlen(q->name), v);
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *server_metadata(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                    nr_buf_t *out)
+{
+    Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
+    const char *const *ext;
+    r.name = (char *)nr_server_id(s->core);
+    r.version = (char *)nr_server_version(s->core);
+    r.n_extensions = nr_server_extensions(&ext);
+    r.extensions = (char **)ext;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static Inference__ModelMetadataResponse__TensorMetadata *
+tensor_meta(scratch_t *sc, const nr_model_config_t *cfg, const char *name, nr_dtype_t dt,
+            const nr_cfg_dims_t *dims)
+{
+    Inference__ModelMetadataResponse__TensorMetadata *t = s_alloc(sc, sizeof(*t));
+    inference__model_metadata_response__tensor_metadata__init(t);
+    t->name = (char *)name;
+    t->datatype = (char *)(nr_dtype_kserve_name(dt) ? nr_dtype_kserve_name(dt) : "");
+    t->shape = s_alloc(sc, (NR_MAX_DIMS + 1) * sizeof(int64_t));
+    t->n_shape = nr_kserve_meta_shape(cfg, dims, t->shape);
+    return t;
+}
+
+static nr_status_t *model_metadata(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                   nr_buf_t *out)
+{
+    const Inference__ModelMetadataRequest *q = (const void *)req;
+    int64_t v;
+    nr_model_meta_t meta;
+    nr_status_t *st = version_of(q->version, &v);
+    if (st == NULL)
+        st = nr_kserve_model_metadata(s->core, q->name, strlen(q->name), v, &meta);
+    if (st != NULL)
+        return st;
+    const nr_model_config_t *cfg = meta.model->cfg;
+    scratch_t sc = {nr_arena_init(4096)};
+    Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+    r.name = (char *)meta.model->name;
+    r.n_versions = meta.n_versions;
+    r.versions = (char **)meta.versions;
+    r.platform = (char *)meta.platform;
+    r.n_inputs = cfg->n_input;
+    r.inputs = s_alloc(&sc, cfg->n_input * sizeof(*r.inputs));
+    for (size_t i = 0; i < cfg->n_input; i++)
+        r.inputs[i] = tensor_meta(&sc, cfg, cfg->input[i].name, cfg->input[i].data_type,
+                                  &cfg->input[i].dims);
+    r.n_outputs = cfg->n_output;
+    r.outputs = s_alloc(&sc, cfg->n_output * sizeof(*r.outputs));
+    for (size_t i = 0; i < cfg->n_output; i++)
+        r.outputs[i] = tensor_meta(&sc, cfg, cfg->output[i].name, cfg->output[i].data_type,
+                                   &cfg->output[i].dims);
+    nr_grpc_pack(&r.base, out);
+    nr_arena_free(&sc.a);
+    nr_kserve_model_meta_free(&meta);
+    return NULL;
+}
+
+static nr_status_t *model_config(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__ModelConfigRequest *q = (const void *)req;
+    int64_t v;
+    nr_model_t *m;
+    nr_status_t *st = version_of(q->version, &v);
+    if (st == NULL)
+        st = nr_kserve_model(s->core, q->name, strlen(q->name), v, &m);
+    if (st != NULL)
+        return st;
+    /* ModelConfigResponse.config: the ModelConfig message, encoded from the
+     * same schema tables that print the HTTP JSON (see proto/grpc_service.proto) */
+    Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
+    size_t len = 0;
+    char *pb = nr_cfg_to_pb(m->cfg, &len);
+    r.config.data = (uint8_t *)pb;
+    r.config.len = len;
+    nr_grpc_pack(&r.base, out);
+    free(pb);
+    return NULL;
+}
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+typedef struct {
+    scratch_t sc;
+    Inference__ModelStatistics **v;
+    size_t n, cap;
+} stats_acc_t;
+
+static Inference__StatisticDuration *dur(scratch_t *sc, const nr_dur_snap_t *d)
+{
+    Inference__StatisticDuration *x = s_alloc(sc, sizeof(*x));
+    inference__statistic_duration__init(x);
+    x->count = d->count;
+    x->ns = d->ns;
+    return x;
+}
+
+static void add_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
+{
+    stats_acc_t *acc = arg;
+    scratch_t *sc = &acc->sc;
+    if (acc->n == acc->cap) {
+        size_t cap = acc->cap ? acc->cap * 2 : 8;
+        Inference__ModelStatistics **nv = s_alloc(sc, cap * sizeof(*nv));
+        if (acc->n)
+            memcpy(nv, acc->v, acc->n * sizeof(*nv));
+        acc->v = nv;
+        acc->cap = cap;
+    }
+    Inference__ModelStatistics *ms = s_alloc(sc, sizeof(*ms));
+    inference__model_statistics__init(ms);
+    ms->name = (char *)m->name;
+    ms->version = (char *)m->version_str;
+    ms->last_inference = sn->last_inference_ms;
+    ms->inference_count = sn->inference_count;
+    ms->execution_count = sn->execution_count;
+    Inference__InferStatistics *is = s_alloc(sc, sizeof(*is));
+    inference__infer_statistics__init(is);
+    is->success = dur(sc, &sn->success);
+    is->fail = dur(sc, &sn->fail);
+    is->queue = dur(sc, &sn->queue);
+    is->compute_input = dur(sc, &sn->compute_input);
+    is->compute_infer = dur(sc, &sn->compute_infer);
+    is->compute_output = dur(sc, &sn->compute_output);
+    is->cache_hit = dur(sc, &sn->cache_hit);
+    is->cache_miss = dur(sc, &sn->cache_miss);
+    ms->inference_stats = is;
+    ms->n_batch_stats = sn->n_batch;
+    ms->batch_stats = s_alloc(sc, sn->n_batch * sizeof(*ms->batch_stats));
+    for (uint32_t i = 0; i < sn->n_batch; i++) {
+        Inference__InferBatchStatistics *b = s_alloc(sc, sizeof(*b));
+        inference__infer_batch_statistics__init(b);
+        b->batch_size = sn->batch[i].batch_size;
+        b->compute_input = dur(sc, &sn->batch[i].compute_input);
+        b->compute_infer = dur(sc, &sn->batch[i].compute_infer);
+        b->compute_output = dur(sc, &sn->batch[i].compute_output);
+        ms->batch_stats[i] = b;
+    }
+    acc->v[acc->n++] = ms;
+}
+
+static nr_status_t *model_statistics(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                     nr_buf_t *out)
+{
+    const Inference__ModelStatisticsRequest *q = (const void *)req;
+    int64_t v;
+    nr_status_t *st = version_of(q->version, &v);
+    if (st != NULL)
+        return st;
+    stats_acc_t acc = {{nr_arena_init(16384)}, NULL, 0, 0};
+    size_t nl = strlen(q->name);
+    st = nr_kserve_stats(s->core, nl ? q->name : NULL, nl, v, add_stats, &acc);
+    if (st == NULL) {
+        Inference__ModelStatisticsResponse r = INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
+        r.n_model_stats = acc.n;
+        r.model_stats = acc.v;
+        nr_grpc_pack(&r.base, out);
+    }
+    nr_arena_free(&acc.sc.a);
+    return st;
+}
+
+/* ---- repository -------------------------------------------------------------------- */
+
+typedef struct {
+    scratch_t sc;
+    Inference__RepositoryIndexResponse__ModelIndex **v;
+    size_t n, cap;
+} index_acc_t;
+
+static void add_index(const nr_index_entry_t *e, void *arg)
+{
+    index_acc_t *acc = arg;
+    if (acc->n == acc->cap) {
+        size_t cap = acc->cap ? acc->cap * 2 : 16;
+        void *nv = s_alloc(&acc->sc, cap * sizeof(*acc->v));
+        if (acc->n)
+            memcpy(nv, acc->v, acc->n * sizeof(*acc->v));
+        acc->v = nv;
+        acc->cap = cap;
+    }
+    Inference__RepositoryIndexResponse__ModelIndex *mi = s_alloc(&acc->sc, sizeof(*mi));
+    inference__repository_index_response__model_index__init(mi);
+    mi->name = (char *)e->name;
+    if (e->version != NULL)
+        mi->version = (char *)e->version;
+    mi->state = (char *)e->state;
+    if (e->reason != NULL)
+        mi->reason = (char *)e->reason;
+    acc->v[acc->n++] = mi;
+}
+
+static nr_status_t *repository_index(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                     nr_buf_t *out)
+{
+    const Inference__RepositoryIndexRequest *q = (const void *)req;
+    if (q->repository_name[0] != '\0')
+        return nr_kserve_repo_named();
+    index_acc_t acc = {{nr_arena_init(4096)}, NULL, 0, 0};
+    nr_kserve_repo_index(s->core, q->ready, add_index, &acc);
+    Inference__RepositoryIndexResponse r = INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
+    r.n_models = acc.n;
+    r.models = acc.v;
+    nr_grpc_pack(&r.base, out);
+    nr_arena_free(&acc.sc.a);
+    return NULL;
+}
+
+static nr_status_t *repository_load(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                    nr_buf_t *out)
+{
+    const Inference__RepositoryModelLoadRequest *q = (const void *)req;
+    if (q->repository_name[0] != '\0')
+        return nr_kserve_repo_named();
+    for (size_t i = 0; i < q->n_parameters; i++) { /* Triton checks them before the mode */
+        const char *k = q->parameters[i]->key;
+        const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
+        int c = p ? (int)p->parameter_choice_case : 0;
+        if (!strcmp(k, "config")) {
+            if (c != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
+                return nr_status_new(NR_INVALID_ARG, "invalid value type for load parameter "
+                                                     "'config', expected string_param.");
+        } else if (!strncmp(k, "file:", 5)) {
+            if (c != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_BYTES_PARAM)
+                return nr_status_new(NR_INVALID_ARG,
+                                     "invalid value type for load parameter '%s', expected "
+                                     "bytes_param.",
+                                     k);
+        } else {
+            return nr_status_new(NR_INVALID_ARG, "unrecognized load parameter '%s'.", k);
+        }
+    }
+    nr_status_t *st =
+        nr_kserve_repo_control(s->core, q->model_name, strlen(q->model_name), true);
+    if (st == NULL) {
+        Inference__RepositoryModelLoadResponse r = INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
+        nr_grpc_pack(&r.base, out);
+    }
+    return st;
+}
+
+static nr_status_t *repository_unload(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                      nr_buf_t *out)
+{
+    const Inference__RepositoryModelUnloadRequest *q = (const void *)req;
+    if (q->repository_name[0] != '\0')
+        return nr_kserve_repo_named();
+    for (size_t i = 0; i < q->n_parameters; i++) {
+        const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
+        if (!strcmp(q->parameters[i]->key, "unload_dependents") &&
+            (p == NULL ||
+             p->parameter_choice_case !=
+                 INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM))
+            return nr_status_new(NR_INVALID_ARG, "invalid value type for 'unload_dependents' "
+                                                 "parameter, expected bool_param.");
+    }
+    nr_status_t *st =
+        nr_kserve_repo_control(s->core, q->model_name, strlen(q->model_name), false);
+    if (st == NULL) {
+        Inference__RepositoryModelUnloadResponse r =
+            INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
+        nr_grpc_pack(&r.base, out);
+    }
+    return st;
+}
+
+/* ---- shared memory ------------------------------------------------------------------- */
+
+typedef struct {
+    scratch_t sc;
+    Inference__SystemSharedMemoryStatusResponse__RegionsEntry **v;
+    size_t n, cap;
+} shm_acc_t;
+
+static void add_region(const nr_shm_info_t *info, void *arg)
+{
+    shm_acc_t *acc = arg;
+    if (acc->n == acc->cap) {
+        size_t cap = acc->cap ? acc->cap * 2 : 8;
+        void *nv = s_alloc(&acc->sc, cap * sizeof(*acc->v));
+        if (acc->n)
+            memcpy(nv, acc->v, acc->n * sizeof(*acc->v));
+        acc->v = nv;
+        acc->cap = cap;
+    }
+    /* copies: the registry's strings are only safe under its lock */
+    Inference__SystemSharedMemoryStatusResponse__RegionStatus *rs = s_alloc(&acc->sc, sizeof(*rs));
+    inference__system_shared_memory_status_response__region_status__init(rs);
+    rs->name = s_str(&acc->sc, info->name, strlen(info->name));
+    rs->key = s_str(&acc->sc, info->key, strlen(info->key));
+    rs->offset = info->offset;
+    rs->byte_size = info->byte_size;
+    Inference__SystemSharedMemoryStatusResponse__RegionsEntry *e = s_alloc(&acc->sc, sizeof(*e));
+    inference__system_shared_memory_status_response__regions_entry__init(e);
+    e->key = rs->name;
+    e->value = rs;
+    acc->v[acc->n++] = e;
+}
+
+static nr_status_t *shm_status(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__SystemSharedMemoryStatusRequest *q = (const void *)req;
+    size_t nl = strlen(q->name);
+    shm_acc_t acc = {{nr_arena_init(4096)}, NULL, 0, 0};
+    nr_status_t *st = nr_shm_visit(nr_server_shm(s->core), nl ? q->name : NULL, nl, add_region,
+                                   &acc);
+    if (st == NULL) {
+        Inference__SystemSharedMemoryStatusResponse r =
+            INFERENCE__SYSTEM_SHARED_MEMORY_STATUS_RESPONSE__INIT;
+        r.n_regions = acc.n;
+        r.regions = acc.v;
+        nr_grpc_pack(&r.base, out);
+    }
+    nr_arena_free(&acc.sc.a);
+    return st;
+}
+
+static nr_status_t *shm_register(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__SystemSharedMemoryRegisterRequest *q = (const void *)req;
+    nr_status_t *st = nr_shm_register(nr_server_shm(s->core), q->name, strlen(q->name), q->key,
+                                      strlen(q->key), q->offset, q->byte_size);
+    if (st == NULL) {
+        Inference__SystemSharedMemoryRegisterResponse r =
+            INFERENCE__SYSTEM_SHARED_MEMORY_REGISTER_RESPONSE__INIT;
+        nr_grpc_pack(&r.base, out);
+    }
+    return st;
+}
+
+static nr_status_t *shm_unregister(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                   nr_buf_t *out)
+{
+    const Inference__SystemSharedMemoryUnregisterRequest *q = (const void *)req;
+    size_t nl = strlen(q->name);
+    nr_shm_unregister(nr_server_shm(s->core), nl ? q->name : NULL, nl);
+    Inference__SystemSharedMemoryUnregisterResponse r =
+        INFERENCE__SYSTEM_SHARED_MEMORY_UNREGISTER_RESPONSE__INIT;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *cuda_status(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__CudaSharedMemoryStatusRequest *q = (const void *)req;
+    if (q->name[0] != '\0')
+        return nr_kserve_cuda_status(q->name, strlen(q->name));
+    Inference__CudaSharedMemoryStatusResponse r = INFERENCE__CUDA_SHARED_MEMORY_STATUS_RESPONSE__INIT;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+static nr_status_t *cuda_register(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                  nr_buf_t *out)
+{
+    const Inference__CudaSharedMemoryRegisterRequest *q = (const void *)req;
+    return nr_kserve_cuda_register(q->name, strlen(q->name));
+}
+
+static nr_status_t *cuda_unregister(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                    nr_buf_t *out)
+{
+    Inference__CudaSharedMemoryUnregisterResponse r =
+        INFERENCE__CUDA_SHARED_MEMORY_UNREGISTER_RESPONSE__INIT;
+    nr_grpc_pack(&r.base, out); /* nothing is ever registered */
+    return NULL;
+}
+
+/* ---- trace and logging ---------------------------------------------------------------- */
+
+/* nereid has no tracing: the settings read as Triton's with tracing off, and
+ * any attempt to turn it on is refused. */
+static nr_status_t *trace_setting(nr_grpc_server_t *s, const ProtobufCMessage *req,
+                                  nr_buf_t *out)
+{
+    const Inference__TraceSettingRequest *q = (const void *)req;
+    if (q->model_name[0] != '\0' && !nr_kserve_model_ready(s->core, q->model_name,
+                                                           strlen(q->model_name), -1))
+        return nr_status_new(NR_INVALID_ARG, "Request for unknown model : %s", q->model_name);
+    for (size_t i = 0; i < q->n_settings; i++) {
+        const char *k = q->settings[i]->key;
+        const Inference__TraceSettingRequest__SettingValue *v = q->settings[i]->value;
+        if (!strcmp(k, "trace_file"))
+            return nr_status_new(NR_UNSUPPORTED, "trace file location can not be updated "
+                                                 "through network protocol");
+        if (!strcmp(k, "trace_level") && v != NULL &&
+            !(v->n_value == 0 || (v->n_value == 1 && !strcmp(v->value[0], "OFF"))))
+            return nr_status_new(NR_UNSUPPORTED, "tracing is not supported by this server: "
+                                                 "'trace_level' can only be OFF");
+    }
+    static const char *const keys[] = {"trace_level", "trace_rate", "trace_count",
+                                       "log_frequency", "trace_file", "trace_mode"};
+    static const char *const vals[] = {"OFF", "1000", "-1", "0", "", "triton"};
+    Inference__TraceSettingResponse__SettingValue sv[6];
+    Inference__TraceSettingResponse__SettingsEntry e[6], *ep[6];
+    for (size_t i = 0; i < 6; i++) {
+        inference__trace_setting_response__setting_value__init(&sv[i]);
+        sv[i].n_value = 1;
+        sv[i].value = (char **)&vals[i];
+        inference__trace_setting_response__settings_entry__init(&e[i]);
+        e[i].key = (char *)keys[i];
+        e[i].value = &sv[i];
+        ep[i] = &e[i];
+    }
+    Inference__TraceSettingResponse r = INFERENCE__TRACE_SETTING_RESPONSE__INIT;
+    r.n_settings = 6;
+    r.settings = ep;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+typedef struct {
+    Inference__LogSettingsResponse__SettingValue sv[6];
+    Inference__LogSettingsResponse__SettingsEntry e[6], *ep[6];
+    size_t n;
+} log_acc_t;
+
+static void add_log_setting(const nr_param_t *p, void *arg)
+{
+    log_acc_t *acc = arg;
+    if (acc->n == 6)
+        return;
+    Inference__LogSettingsResponse__SettingValue *v = &acc->sv[acc->n];
+    inference__log_settings_response__setting_value__init(v);
+    if (p->type == NR_PARAM_BOOL) {
+        v->parameter_choice_case =
+            INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM;
+        v->bool_param = p->v.b;
+    } else if (p->type == NR_PARAM_UINT64) {
+        v->parameter_choice_case =
+            INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM;
+        v->uint32_param = (uint32_t)p->v.u;
+    } else {
+        v->parameter_choice_case =
+            INFERENCE__LOG_SETTINGS_RESPONSE__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM;
+        v->string_param = (char *)p->v.s.p; /* static or the settings' own strings */
+    }
+    Inference__LogSettingsResponse__SettingsEntry *e = &acc->e[acc->n];
+    inference__log_settings_response__settings_entry__init(e);
+    e->key = (char *)p->key;
+    e->value = v;
+    acc->ep[acc->n] = e;
+    acc->n++;
+}
+
+static nr_status_t *log_settings(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
+{
+    const Inference__LogSettingsRequest *q = (const void *)req;
+    for (size_t i = 0; i < q->n_settings; i++) {
+        const char *k = q->settings[i]->key;
+        const Inference__LogSettingsRequest__SettingValue *v = q->settings[i]->value;
+        nr_param_t p = {.key = k, .key_len = strlen(k), .type = NR_PARAM_OTHER};
+        switch (v ? (int)v->parameter_choice_case : 0) {
+        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM:
+            p.type = NR_PARAM_BOOL;
+            p.v.b = v->bool_param;
+            break;
+        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM:
+            p.type = NR_PARAM_UINT64;
+            p.v.u = v->uint32_param;
+            break;
+        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM:
+            p.type = NR_PARAM_STRING;
+            p.v.s.p = v->string_param;
+            p.v.s.n = strlen(v->string_param);
+            break;
+        default: break;
+        }
+        nr_status_t *st = nr_kserve_log_set(&p);
+        if (st != NULL)
+            return st;
+    }
+    log_acc_t acc = {.n = 0};
+    nr_kserve_log_settings(add_log_setting, &acc);
+    Inference__LogSettingsResponse r = INFERENCE__LOG_SETTINGS_RESPONSE__INIT;
+    r.n_settings = acc.n;
+    r.settings = acc.ep;
+    nr_grpc_pack(&r.base, out);
+    return NULL;
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+#define SVC "/inference.GRPCInferenceService/"
+#define UNARY(name, msg, fn) {SVC name, NR_GRPC_UNARY, &inference__##msg##__descriptor, fn}
+
+const nr_grpc_method_t nr_grpc_methods[] = {
+    UNARY("ServerLive", server_live_request, server_live),
+    UNARY("ServerReady", server_ready_request, server_ready),
+    UNARY("ModelReady", model_ready_request, model_ready),
+    UNARY("ServerMetadata", server_metadata_request, server_metadata),
+    UNARY("ModelMetadata", model_metadata_request, model_metadata),
+    {SVC "ModelInfer", NR_GRPC_INFER, NULL, NULL},
+    {SVC "ModelStreamInfer", NR_GRPC_STREAM, NULL, NULL},
+    UNARY("ModelConfig", model_config_request, model_config),
+    UNARY("ModelStatistics", model_statistics_request, model_statistics),
+    UNARY("RepositoryIndex", repository_index_request, repository_index),
+    UNARY("RepositoryModelLoad", repository_model_load_request, repository_load),
+    UNARY("RepositoryModelUnload", repository_model_unload_request, repository_unload),
+    UNARY("SystemSharedMemoryStatus", system_shared_memory_status_request, shm_status),
+    UNARY("SystemSharedMemoryRegister", system_shared_memory_register_request, shm_register),
+    UNARY("SystemSharedMemoryUnregister", system_shared_memory_unregister_request,
+          shm_unregister),
+    UNARY("CudaSharedMemoryStatus", cuda_shared_memory_status_request, cuda_status),
+    UNARY("CudaSharedMemoryRegister", cuda_shared_memory_register_request, cuda_register),
+    UNARY("CudaSharedMemoryUnregister", cuda_shared_memory_unregister_request,
+          cuda_unregister),
+    UNARY("TraceSetting", trace_setting_request, trace_setting),
+    UNARY("LogSettings", log_settings_request, log_settings),
+    {"/grpc.health.v1.Health/Check", NR_GRPC_UNARY,
+     &grpc__health__v1__health_check_request__descriptor, health_check},
+};
+const size_t nr_grpc_n_methods = sizeof(nr_grpc_methods) / sizeof(nr_grpc_methods[0]);

@@ -1,0 +1,317 @@
+/* grpc_stream.c - ModelStreamInfer: the client writes requests on one call
+ * and reads one response per request, several in flight at once. As in
+ * Triton (stream_infer_handler.cc):
+ *   - responses go out in request order, errors included (a request that
+ *     finishes early waits for the ones before it);
+ *   - an error is a ModelStreamInferResponse with error_message set and the
+ *     stream goes on: before the request reached a model only the id is
+ *     echoed, after it also the model name and version as sent and
+ *     triton_final_response;
+ *   - every response carries triton_final_response: true (no model here is
+ *     decoupled);
+ *   - once the client half-closes and the last response is written, the
+ *     call ends with OK (CANCELLED when a write failed).
+ *
+ * gRPC allows one read and one write in flight per call: the next read is
+ * posted as soon as a message arrives, and responses leave one at a time
+ * from the head of the request list. The list is under the stream's mutex;
+ * gRPC batches are started after it is released.
+ */
+#include "grpc_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONTAINER(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
+
+typedef struct stream_s stream_t;
+
+/* One request of the stream, from its arrival to its response leaving. */
+typedef struct entry_s {
+    struct entry_s *next;
+    stream_t *s;
+    grpc_byte_buffer *msg; /* the response once ready */
+} entry_t;
+
+struct stream_s {
+    nr_grpc_call_t *c;
+    nr_grpc_tag_t on_meta, on_recv, on_send, on_status, on_close;
+    grpc_byte_buffer *recv;  /* the message RECV_MESSAGE delivers */
+    grpc_byte_buffer *sent;  /* the response being written */
+    pthread_mutex_t mu;
+    entry_t *head, *tail;    /* requests in arrival order */
+    bool sending;            /* a write is in flight */
+    bool read_done;          /* the client half-closed or the call broke */
+    bool failed;             /* a write failed: end with CANCELLED */
+    bool status_sent;
+    int cancelled;           /* RECV_CLOSE_ON_SERVER */
+    atomic_int refs;         /* one per batch in flight, one per request running */
+    grpc_slice details;
+};
+
+static void stream_unref(stream_t *s)
+{
+    if (atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    for (entry_t *e = s->head, *next; e != NULL; e = next) {
+        next = e->next;
+        if (e->msg != NULL)
+            grpc_byte_buffer_destroy(e->msg);
+        free(e);
+    }
+    if (s->sent != NULL)
+        grpc_byte_buffer_destroy(s->sent);
+    if (s->recv != NULL)
+        grpc_byte_buffer_destroy(s->recv);
+    grpc_slice_unref(s->details);
+    pthread_mutex_destroy(&s->mu);
+    nr_grpc_call_t *c = s->c;
+    free(s);
+    nr_grpc_call_free(c);
+}
+
+static bool start(stream_t *s, grpc_op *ops, size_t n, nr_grpc_tag_t *tag)
+{
+    atomic_fetch_add(&s->refs, 1);
+    grpc_call_error err = grpc_call_start_batch(s->c->call, ops, n, nr_grpc_arm(tag), NULL);
+    if (err == GRPC_CALL_OK)
+        return true;
+    NR_LOG_VERBOSE(1, "gRPC stream: cannot start a batch (call error %d)", (int)err);
+    stream_unref(s);
+    return false;
+}
+
+static void post_read(stream_t *s)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &s->recv;
+    if (!start(s, &op, 1, &s->on_recv)) {
+        pthread_mutex_lock(&s->mu);
+        s->read_done = true;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* What to start once the lock is released: the next response, or the status. */
+typedef struct {
+    grpc_byte_buffer *send;
+    bool status;
+    bool ok;
+} next_t;
+
+static next_t next_locked(stream_t *s)
+{
+    next_t n = {NULL, false, true};
+    if (s->sending || s->status_sent)
+        return n;
+    if (s->failed) { /* nothing more is written; drop what is ready */
+        while (s->head != NULL && s->head->msg != NULL) {
+            entry_t *e = s->head;
+            s->head = e->next;
+            grpc_byte_buffer_destroy(e->msg);
+            free(e);
+        }
+        if (s->head == NULL)
+            s->tail = NULL;
+    } else if (s->head != NULL && s->head->msg != NULL) {
+        entry_t *e = s->head;
+        s->head = e->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        n.send = e->msg;
+        free(e);
+        s->sending = true;
+        s->sent = n.send;
+        return n;
+    }
+    if (s->head == NULL && s->read_done) {
+        s->status_sent = true;
+        n.status = true;
+        n.ok = !s->failed;
+    }
+    return n;
+}
+
+static void run_next(stream_t *s, next_t n)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    if (n.send != NULL) {
+        op.op = GRPC_OP_SEND_MESSAGE;
+        op.data.send_message.send_message = n.send;
+        if (!start(s, &op, 1, &s->on_send)) {
+            pthread_mutex_lock(&s->mu);
+            s->sending = false;
+            s->failed = true;
+            next_t again = next_locked(s);
+            pthread_mutex_unlock(&s->mu);
+            run_next(s, again);
+        }
+    } else if (n.status) {
+        op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op.data.send_status_from_server.status = n.ok ? GRPC_STATUS_OK : GRPC_STATUS_CANCELLED;
+        if (!n.ok) {
+            s->details = grpc_slice_from_static_string("a response could not be written");
+            op.data.send_status_from_server.status_details = &s->details;
+        }
+        start(s, &op, 1, &s->on_status);
+    }
+}
+
+static void pump(stream_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    next_t n = next_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    run_next(s, n);
+}
+
+/* The response of entry e is ready. */
+static void complete(entry_t *e, grpc_byte_buffer *msg)
+{
+    stream_t *s = e->s;
+    pthread_mutex_lock(&s->mu);
+    e->msg = msg;
+    next_t n = next_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    run_next(s, n);
+    stream_unref(s); /* the request's reference */
+}
+
+static void request_done(nr_grpc_infer_t *inf)
+{
+    entry_t *e = inf->owner;
+    grpc_byte_buffer *bb;
+    nr_status_t *st = nr_grpc_infer_reply(inf, true, &bb);
+    if (st != NULL) {
+        bb = nr_grpc_stream_error(inf, true, st);
+        nr_status_free(st);
+    }
+    nr_grpc_infer_free(inf);
+    complete(e, bb);
+}
+
+/* A request arrived: queue its place in the response order and submit it. */
+static void handle(stream_t *s, grpc_byte_buffer *payload)
+{
+    entry_t *e = nr_calloc(1, sizeof(*e));
+    e->s = s;
+    atomic_fetch_add(&s->refs, 1); /* released by complete() */
+    pthread_mutex_lock(&s->mu);
+    if (s->tail != NULL)
+        s->tail->next = e;
+    else
+        s->head = e;
+    s->tail = e;
+    pthread_mutex_unlock(&s->mu);
+    grpc_slice in = nr_grpc_payload_slice(payload);
+    grpc_byte_buffer_destroy(payload);
+    nr_grpc_infer_t *inf;
+    nr_status_t *st = nr_grpc_infer_parse(s->c->srv->core, GRPC_SLICE_START_PTR(in),
+                                          GRPC_SLICE_LENGTH(in), &inf);
+    grpc_slice_unref(in);
+    if (st == NULL) {
+        inf->owner = e;
+        inf->on_done = request_done;
+        st = nr_grpc_infer_submit(inf);
+        if (st == NULL)
+            return; /* request_done completes it, maybe already has */
+    }
+    grpc_byte_buffer *bb = nr_grpc_stream_error(inf, false, st);
+    nr_status_free(st);
+    nr_grpc_infer_free(inf);
+    complete(e, bb);
+}
+
+static void on_recv(nr_grpc_tag_t *t, bool ok)
+{
+    stream_t *s = CONTAINER(t, stream_t, on_recv);
+    grpc_byte_buffer *payload = ok ? s->recv : NULL;
+    s->recv = NULL;
+    if (payload == NULL) { /* half-closed, cancelled or broken */
+        pthread_mutex_lock(&s->mu);
+        s->read_done = true;
+        pthread_mutex_unlock(&s->mu);
+        pump(s);
+    } else {
+        post_read(s); /* the next request may arrive while this one runs */
+        handle(s, payload);
+    }
+    stream_unref(s);
+}
+
+static void on_send(nr_grpc_tag_t *t, bool ok)
+{
+    stream_t *s = CONTAINER(t, stream_t, on_send);
+    pthread_mutex_lock(&s->mu);
+    grpc_byte_buffer_destroy(s->sent);
+    s->sent = NULL;
+    s->sending = false;
+    if (!ok)
+        s->failed = true;
+    next_t n = next_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    run_next(s, n);
+    stream_unref(s);
+}
+
+static void on_meta(nr_grpc_tag_t *t, bool ok)
+{
+    (void)ok;
+    stream_unref(CONTAINER(t, stream_t, on_meta));
+}
+
+static void on_status(nr_grpc_tag_t *t, bool ok)
+{
+    (void)ok;
+    stream_unref(CONTAINER(t, stream_t, on_status));
+}
+
+static void on_close(nr_grpc_tag_t *t, bool ok)
+{
+    (void)ok;
+    stream_t *s = CONTAINER(t, stream_t, on_close);
+    if (s->cancelled) { /* the client went away: nothing more will be written */
+        pthread_mutex_lock(&s->mu);
+        s->failed = true;
+        s->read_done = true;
+        pthread_mutex_unlock(&s->mu);
+    }
+    stream_unref(s);
+}
+
+void nr_grpc_stream_start(nr_grpc_call_t *c)
+{
+    stream_t *s = nr_calloc(1, sizeof(*s));
+    s->c = c;
+    c->state = s;
+    s->on_meta.fn = on_meta;
+    s->on_recv.fn = on_recv;
+    s->on_send.fn = on_send;
+    s->on_status.fn = on_status;
+    s->on_close.fn = on_close;
+    s->details = grpc_empty_slice();
+    pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->refs, 1); /* ours, until the first batches are posted */
+    grpc_op ops[1];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    nr_grpc_compression_t cl = c->srv->opts.compression;
+    if (cl != NR_GRPC_COMPRESS_NONE) {
+        ops[0].data.send_initial_metadata.maybe_compression_level.is_set = 1;
+        ops[0].data.send_initial_metadata.maybe_compression_level.level = nr_grpc_level(cl);
+    }
+    start(s, ops, 1, &s->on_meta);
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[0].data.recv_close_on_server.cancelled = &s->cancelled;
+    start(s, ops, 1, &s->on_close);
+    post_read(s);
+    stream_unref(s);
+}

@@ -1,0 +1,131 @@
+/* metrics_collect.c - one scrape's view of the core: every model version of
+ * the repository in its order, READY ones filled from the statistics API's
+ * snapshot (nr_kserve_stats: the same counters GET /v2/models/stats reports,
+ * so the two always agree), the scheduler's queued count, and the quantiles
+ * of the recent observations. Runs on the metrics thread; the request path
+ * never waits for it (snapshots take the statistics' group lock, which an
+ * execution holds only while it adds its counters).
+ */
+#include "metrics_int.h"
+
+#include "../../common/alloc.h"
+#include "../../core/kserve.h"
+#include "../../core/repository.h"
+#include "../../core/request.h"
+#include "../../core/scheduler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double nr_metrics_quantile_of(const uint32_t *sorted, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    double rank = ceil(q * (double)n); /* nearest rank, 1-based */
+    size_t i = rank <= 1 ? 0 : rank >= (double)n ? n - 1 : (size_t)rank - 1;
+    return (double)sorted[i];
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    nr_metrics_view_t *v;
+    const nr_model_t **models; /* [n_rows]: which version each row is */
+    size_t cursor;             /* rows before it are filled (same order as the visit) */
+    uint32_t *scratch[NR_OBS_N];
+    size_t scratch_cap;
+    uint64_t since_ns;
+} collect_t;
+
+static void fill_quantiles(collect_t *c, nr_metrics_row_t *r, nr_obs_t *obs)
+{
+    const nr_metrics_view_t *v = c->v;
+    r->quantile = nr_calloc((size_t)NR_OBS_N * v->n_quantiles + 1, sizeof(double));
+    size_t n = 0;
+    if (obs != NULL) {
+        size_t cap = nr_obs_cap(obs);
+        if (cap > c->scratch_cap) {
+            for (int k = 0; k < NR_OBS_N; k++)
+                c->scratch[k] = nr_realloc(c->scratch[k], cap * sizeof(uint32_t));
+            c->scratch_cap = cap;
+        }
+        n = nr_obs_collect(obs, c->since_ns, c->scratch);
+    }
+    for (int k = 0; k < NR_OBS_N; k++) {
+        if (n > 1)
+            qsort(c->scratch[k], n, sizeof(uint32_t), cmp_u32);
+        for (size_t i = 0; i < v->n_quantiles; i++)
+            r->quantile[(size_t)k * v->n_quantiles + i] =
+                nr_metrics_quantile_of(c->scratch[k], n, v->quantiles[i].q);
+    }
+}
+
+static void on_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
+{
+    collect_t *c = arg;
+    nr_metrics_view_t *v = c->v;
+    while (c->cursor < v->n_rows && c->models[c->cursor] != m)
+        c->cursor++;
+    if (c->cursor == v->n_rows)
+        return; /* not in the repository walk: cannot happen with a fixed model set */
+    nr_metrics_row_t *r = &v->rows[c->cursor++];
+    r->ready = true;
+    r->success = sn->success.count;
+    r->inferences = sn->inference_count;
+    r->executions = sn->execution_count;
+    memcpy(r->failure, sn->failure, sizeof(r->failure));
+    /* The sum of every request's ns, divided once: Triton adds whole us per
+     * request, so its figure can be lower by up to 1 us per request. */
+    r->us[NR_OBS_REQUEST] = sn->success.ns / 1000;
+    r->us[NR_OBS_QUEUE] = sn->queue.ns / 1000;
+    r->us[NR_OBS_COMPUTE_INPUT] = sn->compute_input.ns / 1000;
+    r->us[NR_OBS_COMPUTE_INFER] = sn->compute_infer.ns / 1000;
+    r->us[NR_OBS_COMPUTE_OUTPUT] = sn->compute_output.ns / 1000;
+    r->pending = m->sched ? nr_sched_queued(m->sched) : 0;
+    if (v->summaries)
+        fill_quantiles(c, r, atomic_load_explicit(&m->stats.obs, memory_order_acquire));
+}
+
+void nr_metrics_collect(nr_server_t *core, bool summaries, const nr_metrics_quantile_t *q,
+                        size_t nq, nr_metrics_view_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->summaries = summaries;
+    v->quantiles = q;
+    v->n_quantiles = nq;
+    const nr_repo_t *repo = nr_server_repo(core);
+    size_t n = 0;
+    for (size_t i = 0; i < nr_repo_count(repo); i++)
+        n += nr_repo_entry_at(repo, i)->n_versions;
+    v->rows = nr_calloc(n + 1, sizeof(nr_metrics_row_t));
+    collect_t c = {.v = v, .models = nr_calloc(n + 1, sizeof(nr_model_t *))};
+    for (size_t i = 0; i < nr_repo_count(repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
+        for (size_t k = 0; k < e->n_versions; k++) {
+            v->rows[v->n_rows].model = e->name;
+            v->rows[v->n_rows].version = e->versions[k]->version_str;
+            c.models[v->n_rows++] = e->versions[k];
+        }
+    }
+    c.since_ns = nr_now_ns();
+    c.since_ns = c.since_ns > NR_METRICS_SUMMARY_WINDOW_NS ? c.since_ns - NR_METRICS_SUMMARY_WINDOW_NS
+                                                           : 0;
+    /* every READY version of every model, in the repository's order */
+    nr_status_free(nr_kserve_stats(core, NULL, 0, -1, on_stats, &c));
+    for (int k = 0; k < NR_OBS_N; k++)
+        free(c.scratch[k]);
+    free(c.models);
+}
+
+void nr_metrics_view_free(nr_metrics_view_t *v)
+{
+    for (size_t i = 0; i < v->n_rows; i++)
+        free(v->rows[i].quantile);
+    free(v->rows);
+    memset(v, 0, sizeof(*v));
+}

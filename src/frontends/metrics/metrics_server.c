@@ -1,0 +1,192 @@
+/* metrics_server.c - the metrics port: a libmicrohttpd daemon with one
+ * internal thread (scrapes are rare and short), the CPU poller, and the
+ * observation rings the summaries need.
+ *
+ *   GET /metrics, GET /metrics/   200 text/plain; charset=utf-8 (query ignored)
+ *   GET <anything else>           404 {"error":"Not Found"} (Triton: 200, empty;
+ *                                 nereid's deliberate departure)
+ *   any other method              405 {"error":"Method Not Allowed"}
+ */
+#include "metrics_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+#include "../../common/net.h"
+#include "../../core/repository.h"
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct nr_metrics_server_s {
+    nr_server_t *core;
+    nr_metrics_options_t opts; /* address owned */
+    nr_metrics_quantile_t *quantiles;
+    size_t n_quantiles;
+    nr_metrics_cpu_t *cpu; /* NULL without CPU metrics */
+    struct MHD_Daemon *daemon;
+    int port;
+    atomic_bool quiesced;
+};
+
+static const char ctype_text[] = "text/plain; charset=utf-8";
+
+/* The scrape: the view of the core, rendered. */
+static char *scrape(nr_metrics_server_t *s, size_t *len)
+{
+    nr_metrics_view_t v;
+    nr_metrics_collect(s->core, s->opts.summaries, s->quantiles, s->n_quantiles, &v);
+    v.counters = s->opts.counters;
+    v.pinned_total = NR_METRICS_PINNED_TOTAL;
+    v.pinned_used = 0;
+    v.cpu = s->cpu != NULL;
+    if (v.cpu)
+        nr_metrics_cpu_read(s->cpu, &v.cpu_util, &v.mem_total, &v.mem_used);
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_buf_reserve(&b, 4096 + v.n_rows * 2048);
+    nr_metrics_render(&b, &v);
+    nr_metrics_view_free(&v);
+    return nr_buf_steal(&b, len);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *body, size_t len,
+                             const char *ctype)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    char *body = nr_asprintf("{\"error\":\"%s\"}", msg);
+    return reply(c, status, body, strlen(body), "application/json");
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    nr_metrics_server_t *s = cls;
+    if (*con_cls == NULL) { /* headers only: MHD calls again for the body */
+        *con_cls = s;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) { /* a body is read and dropped */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+        return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method Not Allowed");
+    if (strcmp(url, "/metrics") != 0 && strcmp(url, "/metrics/") != 0)
+        return reply_error(c, MHD_HTTP_NOT_FOUND, "Not Found");
+    size_t len;
+    char *body = scrape(s, &len);
+    return reply(c, MHD_HTTP_OK, body, len, ctype_text);
+}
+
+static void on_mhd_log(void *cls, const char *fm, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fm, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    NR_LOG_VERBOSE(1, "metrics HTTP: %s", msg);
+}
+
+/* With summaries: every READY version records its requests from now on. */
+static void enable_observations(nr_server_t *core)
+{
+    const nr_repo_t *repo = nr_server_repo(core);
+    for (size_t i = 0; i < nr_repo_count(repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
+        for (size_t k = 0; k < e->n_versions; k++)
+            if (e->versions[k]->state == NR_MODEL_READY)
+                nr_stats_enable_obs(&e->versions[k]->stats, NR_METRICS_SUMMARY_OBS);
+    }
+}
+
+static void server_free(nr_metrics_server_t *s)
+{
+    nr_metrics_cpu_stop(s->cpu);
+    free(s->quantiles);
+    free((char *)s->opts.address);
+    free(s);
+}
+
+nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
+                              nr_metrics_server_t **out)
+{
+    *out = NULL;
+    nr_metrics_server_t *s = nr_calloc(1, sizeof(*s));
+    s->core = core;
+    s->opts = *o;
+    s->opts.address = nr_strdup(o->address ? o->address : "0.0.0.0");
+    s->opts.quantiles = NULL; /* parsed below; the text is not kept */
+    atomic_init(&s->quiesced, false);
+    struct sockaddr_storage ss;
+    bool v6 = false;
+    if (!nr_net_resolve(s->opts.address, o->port, &ss, &v6)) {
+        nr_status_t *st = nr_status_new(NR_INVALID_ARG, "invalid --metrics-address '%s'",
+                                        s->opts.address);
+        server_free(s);
+        return st;
+    }
+    if (o->summaries) {
+        s->quantiles = nr_metrics_parse_quantiles(o->quantiles, &s->n_quantiles);
+        enable_observations(core);
+    }
+    if (o->cpu)
+        s->cpu = nr_metrics_cpu_start(o->interval_ms);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_access, s,
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+    if (s->daemon == NULL) {
+        nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ",
+                                        s->opts.address, o->port);
+        server_free(s);
+        return st;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : o->port;
+    *out = s;
+    return NULL;
+}
+
+int nr_metrics_port(const nr_metrics_server_t *s)
+{
+    return s->port;
+}
+
+void nr_metrics_quiesce(nr_metrics_server_t *s)
+{
+    if (s == NULL || atomic_exchange(&s->quiesced, true))
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+void nr_metrics_stop(nr_metrics_server_t *s)
+{
+    if (s == NULL)
+        return;
+    nr_metrics_quiesce(s);
+    MHD_stop_daemon(s->daemon);
+    server_free(s);
+}

@@ -1,0 +1,51 @@
+/* fake_model.h - a loaded model version without a backend, from config text:
+ * only what request parsing, validation and reply encoding read (the config,
+ * name, version, state, the outputs' sorted-by-name order). For unit tests
+ * and fuzz drivers; header-only.
+ */
+#ifndef NR_FAKE_MODEL_H
+#define NR_FAKE_MODEL_H
+
+#include "../../src/common/alloc.h"
+#include "../../src/config/model_config.h"
+#include "../../src/core/model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* by_name: the config output indices sorted by output name (the caller's
+ * array, kept); normalize: apply Triton's config normalization first. NULL
+ * (with the parse error on stderr) when the text does not parse. */
+static inline nr_model_t *nr_fake_model(const char *pbtxt, uint32_t *by_name, bool normalize)
+{
+    nr_model_config_t *cfg = NULL;
+    nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
+    if (st != NULL) {
+        fprintf(stderr, "config: %s\n", st->msg);
+        nr_status_free(st);
+        return NULL;
+    }
+    if (normalize)
+        nr_cfg_normalize(cfg);
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->name = cfg->name;
+    m->version = 1;
+    strcpy(m->version_str, "1");
+    m->cfg = cfg;
+    m->state = NR_MODEL_READY;
+    m->outputs_by_name = by_name;
+    return m;
+}
+
+static inline void nr_fake_model_free(nr_model_t *m)
+{
+    if (m == NULL)
+        return;
+    nr_cfg_free((nr_model_config_t *)m->cfg);
+    free(m);
+}
+
+#endif

@@ -1,0 +1,189 @@
+/* test_grpc.c - the gRPC frontend without sockets: the hand-written part of
+ * the reply encoding (raw_output_contents appended after protobuf-c's header,
+ * the ModelStreamInferResponse wrapper around it, slices over the backend's
+ * buffers for large outputs) decoded again with protobuf-c, and the stream's
+ * error messages.
+ */
+#include "../../src/common/alloc.h"
+#include "../../src/frontends/grpc/grpc_int.h"
+#include "fake_model.h"
+#include "nr_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *CFG =
+    "name: \"m\"\nbackend: \"onnxruntime\"\nmax_batch_size: 4\n"
+    "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+    "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ -1 ] },"
+    " { name: \"A\" data_type: TYPE_INT32 dims: [ -1 ] } ]\n";
+static uint32_t by_name[2] = {1, 0};
+
+static nr_model_t *fake_model(void)
+{
+    nr_model_t *m = nr_fake_model(CFG, by_name, false);
+    if (m != NULL) {
+        m->version = 3;
+        strcpy(m->version_str, "3");
+    }
+    return m;
+}
+
+/* A backend buffer kept alive by a hold, as the ONNX Runtime backend's outputs are. */
+typedef struct {
+    nr_hold_t hold;
+    int *released;
+    char *data;
+} buf_hold_t;
+
+static void release(nr_hold_t *h)
+{
+    buf_hold_t *b = (buf_hold_t *)h;
+    (*b->released)++;
+    free(b->data);
+    free(b);
+}
+
+static void set_out(nr_req_t *req, size_t i, uint32_t c, size_t n_elem, int *released)
+{
+    buf_hold_t *b = nr_calloc(1, sizeof(*b));
+    atomic_init(&b->hold.refs, 1);
+    b->hold.release = release;
+    b->released = released;
+    b->data = nr_malloc(n_elem * 4);
+    for (size_t k = 0; k < n_elem; k++) {
+        int32_t v = (int32_t)(k + 100 * c);
+        memcpy(b->data + 4 * k, &v, 4);
+    }
+    nr_tensor_t *t = &req->outputs[i];
+    memset(t, 0, sizeof(*t));
+    t->name = req->model->cfg->output[c].name;
+    t->dtype = c == 0 ? NR_TYPE_FP32 : NR_TYPE_INT32;
+    t->ndim = 2;
+    t->dims[0] = 1;
+    t->dims[1] = (int64_t)n_elem;
+    t->data = b->data;
+    t->size = n_elem * 4;
+    t->hold = &b->hold;
+}
+
+/* A request with both outputs requested and filled with n_elem elements each. */
+static nr_grpc_infer_t *finished(nr_model_t *m, size_t n_elem, int *released)
+{
+    nr_grpc_infer_t *inf = nr_calloc(1, sizeof(*inf));
+    inf->arena = nr_arena_init(4096);
+    nr_infer_init(&inf->base, NULL, m, inf);
+    nr_req_set_id(inf->base.req, "id-7", 4);
+    int idx;
+    nr_status_t *st = nr_infer_output(&inf->base, "B", 1, &idx);
+    nr_status_free(st);
+    st = nr_infer_output(&inf->base, "A", 1, &idx);
+    nr_status_free(st);
+    set_out(inf->base.req, 0, 0, n_elem, released);
+    set_out(inf->base.req, 1, 1, n_elem, released);
+    return inf;
+}
+
+static Inference__ModelInferResponse *decode(grpc_byte_buffer *bb, bool stream,
+                                             Inference__ModelStreamInferResponse **outer)
+{
+    grpc_slice s = nr_grpc_payload_slice(bb);
+    Inference__ModelInferResponse *r = NULL;
+    *outer = NULL;
+    if (stream) {
+        *outer = inference__model_stream_infer_response__unpack(NULL, GRPC_SLICE_LENGTH(s),
+                                                                GRPC_SLICE_START_PTR(s));
+        r = *outer ? (*outer)->infer_response : NULL;
+    } else {
+        r = inference__model_infer_response__unpack(NULL, GRPC_SLICE_LENGTH(s),
+                                                    GRPC_SLICE_START_PTR(s));
+    }
+    grpc_slice_unref(s);
+    return r;
+}
+
+static void check_reply(size_t n_elem, bool stream)
+{
+    nr_model_t *m = fake_model();
+    ASSERT_NOT_NULL(m);
+    int released = 0;
+    nr_grpc_infer_t *inf = finished(m, n_elem, &released);
+    grpc_byte_buffer *bb = NULL;
+    ASSERT_OK(nr_grpc_infer_reply(inf, stream, &bb));
+    size_t slices = bb->data.raw.slice_buffer.count;
+    nr_grpc_infer_free(inf);
+    /* large outputs are slices that still hold the backend's buffers */
+    EXPECT_EQ_INT(released, n_elem * 4 > (64u << 10) ? 0 : 2);
+    EXPECT_TRUE(n_elem * 4 > (64u << 10) ? slices > 1 : slices == 1);
+    Inference__ModelStreamInferResponse *outer;
+    Inference__ModelInferResponse *r = decode(bb, stream, &outer);
+    ASSERT_NOT_NULL(r);
+    EXPECT_STREQ(r->model_name, "m");
+    EXPECT_STREQ(r->model_version, "3");
+    EXPECT_STREQ(r->id, "id-7");
+    ASSERT_EQ_U64(r->n_outputs, 2);
+    EXPECT_STREQ(r->outputs[0]->name, "A"); /* by name */
+    EXPECT_STREQ(r->outputs[0]->datatype, "INT32");
+    EXPECT_STREQ(r->outputs[1]->name, "B");
+    EXPECT_EQ_U64(r->outputs[1]->n_shape, 2);
+    EXPECT_EQ_INT(r->outputs[1]->shape[1], (int64_t)n_elem);
+    ASSERT_EQ_U64(r->n_raw_output_contents, 2);
+    for (size_t o = 0; o < 2; o++) {
+        ASSERT_EQ_U64(r->raw_output_contents[o].len, n_elem * 4);
+        int32_t last;
+        memcpy(&last, r->raw_output_contents[o].data + 4 * (n_elem - 1), 4);
+        EXPECT_EQ_INT(last, (int32_t)(n_elem - 1 + 100 * (o == 0 ? 1 : 0)));
+    }
+    EXPECT_EQ_U64(r->n_parameters, stream ? 1 : 0);
+    if (stream) {
+        EXPECT_STREQ(r->parameters[0]->key, "triton_final_response");
+        EXPECT_TRUE(r->parameters[0]->value->bool_param);
+        EXPECT_STREQ(outer->error_message, "");
+        inference__model_stream_infer_response__free_unpacked(outer, NULL);
+    } else {
+        inference__model_infer_response__free_unpacked(r, NULL);
+    }
+    grpc_byte_buffer_destroy(bb);
+    EXPECT_EQ_INT(released, 2); /* the reply gone, so are the holds */
+    nr_fake_model_free(m);
+}
+
+NR_TEST(reply_small_is_one_copy)
+{
+    check_reply(16, false);
+}
+
+NR_TEST(reply_large_is_slices_over_backend_buffers)
+{
+    check_reply(100000, false);
+}
+
+NR_TEST(stream_reply_wraps_the_response)
+{
+    check_reply(16, true);
+    check_reply(100000, true);
+}
+
+NR_TEST(stream_errors)
+{
+    nr_status_t *st = nr_status_new(NR_INVALID_ARG, "bad thing");
+    Inference__ModelStreamInferResponse *outer;
+    Inference__ModelInferResponse *r = decode(nr_grpc_stream_error(NULL, false, st), true, &outer);
+    ASSERT_NOT_NULL(outer);
+    EXPECT_STREQ(outer->error_message, "bad thing");
+    ASSERT_NOT_NULL(r); /* present and empty, as Triton sends it */
+    EXPECT_STREQ(r->id, "");
+    inference__model_stream_infer_response__free_unpacked(outer, NULL);
+    nr_status_free(st);
+}
+
+NR_TEST(parse_refuses_garbage)
+{
+    nr_grpc_infer_t *inf;
+    const uint8_t junk[] = {0xff, 0xff, 0xff};
+    EXPECT_STATUS(nr_grpc_infer_parse(NULL, junk, sizeof(junk), &inf), NR_INVALID_ARG,
+                  "failed to parse the ModelInferRequest message");
+    nr_grpc_infer_free(inf);
+}
+
+NR_TEST_MAIN()
