@@ -168,7 +168,9 @@ NR_TEST(stream_errors)
 {
     nr_status_t *st = nr_status_new(NR_INVALID_ARG, "bad thing");
     Inference__ModelStreamInferResponse *outer;
-    Inference__ModelInferResponse *r = decode(nr_grpc_stream_error(NULL, false, st), true, &outer);
+    grpc_byte_buffer *bb = nr_grpc_stream_error(NULL, false, st);
+    Inference__ModelInferResponse *r = decode(bb, true, &outer);
+    grpc_byte_buffer_destroy(bb);
     ASSERT_NOT_NULL(outer);
     EXPECT_STREQ(outer->error_message, "bad thing");
     ASSERT_NOT_NULL(r); /* present and empty, as Triton sends it */

@@ -519,8 +519,10 @@ void nr_grpc_stop(nr_grpc_server_t *s)
         return;
     nr_grpc_quiesce(s);
     grpc_server_cancel_all_calls(s->server); /* open streams, clients that never read */
-    for (int i = 0; i < 5000 && (!atomic_load(&s->shutdown_done) || atomic_load(&s->calls) > 0);
-         i++) {
+    /* A call still running a model (past --exit-timeout-secs) answers from its
+     * instance thread: wait for it, as the HTTP frontend waits for its
+     * connection threads, before the server and its queues go. */
+    while (!atomic_load(&s->shutdown_done) || atomic_load(&s->calls) > 0) {
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
     }
