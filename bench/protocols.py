@@ -10,11 +10,11 @@ baseline from the same run, interleaved rounds, medians of the per-round figures
   requests/s; streaming at least 1.5x unary.
 - The cost of metrics: the same HTTP and gRPC loads at c=16 against a server with metrics on
   (the default, scraped every second during the run as Prometheus would) and one started with
-  --allow-metrics=false. Goal: within 2%.
+  --allow-metrics=false, which goes first alternating between rounds. Goal: within 2%.
 - For scale (environment.md): Triton 2.51 over gRPC on this machine class, perf_analyzer as the
   client, 4.7k infer/s at c=1 and 14.5k at c=16.
 
-    .venv/bin/python bench/protocols.py      # BENCH_ROUNDS=3 BENCH_SECONDS=5
+    .venv/bin/python bench/protocols.py      # BENCH_ROUNDS=3 BENCH_SECONDS=5 BENCH_ONLY=metrics
 """
 import os, re, shutil, statistics, struct, subprocess, sys, tempfile, threading, time
 import urllib.request
@@ -138,8 +138,8 @@ def metrics_rows(lua, req):
     try:
         for proto in ("HTTP", "gRPC unary"):
             a, b = [], []
-            for _ in range(ROUNDS):
-                for srv_on in (True, False):
+            for rnd in range(ROUNDS):
+                for srv_on in ((True, False) if rnd % 2 == 0 else (False, True)):
                     scraper = Scraper(18612) if srv_on else None
                     if scraper:
                         scraper.start()
@@ -161,14 +161,17 @@ def metrics_rows(lua, req):
 
 
 def main():
+    only = os.environ.get("BENCH_ONLY")  # "protocols" or "metrics"
     if not os.path.exists(GRPC_LOAD):
         sys.exit(f"{GRPC_LOAD} missing: `make {os.path.relpath(GRPC_LOAD, ROOT)}`")
     tmp = tempfile.mkdtemp(prefix="nereid-bench-grpc-")
     t0 = time.time()
     try:
         lua, req = requests(tmp)
-        protocol_rows(lua, req)
-        metrics_rows(lua, req)
+        if only in (None, "protocols"):
+            protocol_rows(lua, req)
+        if only in (None, "metrics"):
+            metrics_rows(lua, req)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\n## bench/protocols.py, {time.strftime('%Y-%m-%d %H:%M')}, {time.time() - t0:.0f} s, "

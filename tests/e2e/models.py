@@ -14,6 +14,9 @@ Repositories (see REPOS):
   repo_strict   simple + simple_noconfig (no config.pbtxt)
   repo_broken   simple + broken
   repo_badcfg   simple + bad_config (config.pbtxt that does not parse)
+  repo_examples the models Triton's client examples (src/python/examples) name, beside
+                examples/model_repository (simple, densenet_onnx, ...): simple_string,
+                simple_int8, simple_identity, inception_graphdef (tests/e2e/test_triton_examples.py)
 """
 
 import os
@@ -200,6 +203,108 @@ input [ { name: "INPUT0" data_type: TYPE_NOT_A_TYPE dims: [ -1 ] }
 """
 
 
+# ----------------------------------------------------------------------------- Triton's example models
+# The models that Triton's client examples (client repository, src/python/examples) call by name,
+# with the IO names, datatypes and shapes those examples send. "simple" and "densenet_onnx" come
+# from examples/model_repository; the ones below complete the set nereid can serve.
+
+def graph_simple_string():
+    """simple_string: BYTES INPUT0, INPUT1 [batch,16] holding decimal integers -> OUTPUT0 = sum,
+    OUTPUT1 = difference, as decimal strings (ONNX Cast between string and int32)."""
+    shape = ["batch", 16]
+    S, I32 = TensorProto.STRING, TensorProto.INT32
+    return helper.make_graph(
+        [helper.make_node("Cast", ["INPUT0"], ["a"], to=I32),
+         helper.make_node("Cast", ["INPUT1"], ["b"], to=I32),
+         helper.make_node("Add", ["a", "b"], ["sum"]),
+         helper.make_node("Sub", ["a", "b"], ["diff"]),
+         helper.make_node("Cast", ["sum"], ["OUTPUT0"], to=S),
+         helper.make_node("Cast", ["diff"], ["OUTPUT1"], to=S)],
+        "simple_string",
+        [_vi("INPUT0", S, shape), _vi("INPUT1", S, shape)],
+        [_vi("OUTPUT0", S, shape), _vi("OUTPUT1", S, shape)])
+
+
+def graph_simple_int8():
+    """simple_int8: INT8 INPUT0, INPUT1 [batch,16] -> OUTPUT0 = sum, OUTPUT1 = difference
+    (computed in int32, cast back to int8: opset 13's Add and Sub take no int8)."""
+    shape = ["batch", 16]
+    I8, I32 = TensorProto.INT8, TensorProto.INT32
+    return helper.make_graph(
+        [helper.make_node("Cast", ["INPUT0"], ["a"], to=I32),
+         helper.make_node("Cast", ["INPUT1"], ["b"], to=I32),
+         helper.make_node("Add", ["a", "b"], ["sum"]),
+         helper.make_node("Sub", ["a", "b"], ["diff"]),
+         helper.make_node("Cast", ["sum"], ["OUTPUT0"], to=I8),
+         helper.make_node("Cast", ["diff"], ["OUTPUT1"], to=I8)],
+        "simple_int8",
+        [_vi("INPUT0", I8, shape), _vi("INPUT1", I8, shape)],
+        [_vi("OUTPUT0", I8, shape), _vi("OUTPUT1", I8, shape)])
+
+
+INCEPTION_OUT = "InceptionV3/Predictions/Softmax"
+INCEPTION_CLASSES = 1001
+
+
+def graph_inception_standin():
+    """inception_graphdef's IO (Triton's is a TensorFlow GraphDef, which nereid cannot run):
+    FP32 input [batch,299,299,3] (NHWC) -> InceptionV3/Predictions/Softmax [batch,1001], the
+    per-channel means through a fixed 3x1001 matrix, then Softmax."""
+    w = np.linspace(-1.0, 1.0, 3 * INCEPTION_CLASSES, dtype=np.float32).reshape(3, -1)
+    weights = helper.make_tensor("w", TensorProto.FLOAT, list(w.shape), w.flatten().tolist())
+    return helper.make_graph(
+        [helper.make_node("ReduceMean", ["input"], ["means"], axes=[1, 2], keepdims=0),
+         helper.make_node("MatMul", ["means", "w"], ["logits"]),
+         helper.make_node("Softmax", ["logits"], [INCEPTION_OUT], axis=1)],
+        "inception_standin",
+        [_vi("input", TensorProto.FLOAT, ["batch", 299, 299, 3])],
+        [_vi(INCEPTION_OUT, TensorProto.FLOAT, ["batch", INCEPTION_CLASSES])],
+        initializer=[weights])
+
+
+def config_two_in_two_out(name, type_enum):
+    """simple's config (INPUT0, INPUT1 -> OUTPUT0, OUTPUT1, dims [16]) with another datatype."""
+    def io(n):
+        return f'{{ name: "{n}" data_type: {type_enum} dims: [ 16 ] }}'
+    return (f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: 8\n'
+            f'input [ {io("INPUT0")}, {io("INPUT1")} ]\n'
+            f'output [ {io("OUTPUT0")}, {io("OUTPUT1")} ]\n'
+            'instance_group [ { kind: KIND_CPU, count: 1 } ]\n')
+
+
+CONFIG_INCEPTION_STANDIN = f"""name: "inception_graphdef"
+backend: "onnxruntime"
+max_batch_size: 128
+input [ {{ name: "input" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 299, 299, 3 ] }} ]
+output [ {{ name: "{INCEPTION_OUT}" data_type: TYPE_FP32 dims: [ {INCEPTION_CLASSES} ] label_filename: "inception_labels.txt" }} ]
+instance_group [ {{ kind: KIND_CPU, count: 1 }} ]
+"""
+
+TRITON_EXAMPLE_MODELS = ["inception_graphdef", "simple_identity", "simple_int8", "simple_string"]
+
+
+def write_triton_example_model(repo, name):
+    """Writes one of TRITON_EXAMPLE_MODELS (directory, config.pbtxt, version 1) into `repo`."""
+    d = Path(repo) / name
+    if name == "simple_string":
+        _write(d / "config.pbtxt", config_two_in_two_out(name, "TYPE_STRING"))
+        _save(graph_simple_string(), d / "1" / "model.onnx")
+    elif name == "simple_int8":
+        _write(d / "config.pbtxt", config_two_in_two_out(name, "TYPE_INT8"))
+        _save(graph_simple_int8(), d / "1" / "model.onnx")
+    elif name == "simple_identity":
+        _write(d / "config.pbtxt", config_identity(name, "TYPE_STRING"))
+        _save(graph_identity(TensorProto.STRING), d / "1" / "model.onnx")
+    elif name == "inception_graphdef":
+        _write(d / "config.pbtxt", CONFIG_INCEPTION_STANDIN)
+        _write(d / "inception_labels.txt",
+               "".join(f"class_{i}\n" for i in range(INCEPTION_CLASSES)))
+        _save(graph_inception_standin(), d / "1" / "model.onnx")
+    else:
+        raise KeyError(f"unknown Triton example model {name!r}")
+    return d
+
+
 # ----------------------------------------------------------------------------- writers
 
 def _write(path, text_or_bytes):
@@ -248,6 +353,8 @@ def write_model(repo, name):
         _, enum, onnx_t, _ = DTYPE_MODELS[name]
         _write(d / "config.pbtxt", config_identity(name, enum))
         _save(graph_identity(onnx_t), d / "1" / "model.onnx")
+    elif name in TRITON_EXAMPLE_MODELS:
+        write_triton_example_model(repo, name)
     else:
         raise KeyError(f"unknown test model {name!r}")
     return d
@@ -264,6 +371,8 @@ REPOS = {
     "repo_strict": ["simple", "simple_noconfig"],
     "repo_broken": ["broken", "simple"],
     "repo_badcfg": ["bad_config", "simple"],
+    # beside examples/model_repository, which has simple and densenet_onnx (no name twice)
+    "repo_examples": TRITON_EXAMPLE_MODELS,
 }
 
 
