@@ -8,6 +8,7 @@ teardown, where its exit code is checked (0 unless the test says otherwise).
 """
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -39,7 +40,26 @@ def require_binary():
     return path
 
 
+_given_ports = set()
+
+
 def free_port():
+    """A port of 127.0.0.1 nothing listens on, below the kernel's ephemeral range (so no client's
+    outgoing connection takes it before the server binds it) and not handed out before in this
+    session. The bind test leaves a small window; NereidServer retries on "already in use"."""
+    lo, _ = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(20000, max(20001, min(lo, 32768)))
+        if port in _given_ports:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given_ports.add(port)
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -82,16 +102,25 @@ class NereidServer:
 
     def __init__(self, repos, args, log_path, port=None, extra_ports=True):
         self.binary = require_binary()
-        self.port = port or free_port()
         self.host = "127.0.0.1"
-        self.url = f"{self.host}:{self.port}"
         self.log_path = Path(log_path)
+        self._repos, self._args, self._fixed_port = list(repos), list(args), port
+        self._extra_ports = extra_ports
+        self._retries = 0
+        self._pick_ports()
+        self.proc = None
+        self.returncode = None
+
+    def _pick_ports(self):
+        """HTTP, gRPC and metrics on free ports of 127.0.0.1 (gRPC and metrics None where this
+        build does not serve them or extra_ports is off)."""
+        self.port = self._fixed_port or free_port()
+        self.url = f"{self.host}:{self.port}"
         self.argv = [str(self.binary)]
-        self.argv += [f"--model-repository={r}" for r in repos]
+        self.argv += [f"--model-repository={r}" for r in self._repos]
         self.argv += [f"--http-port={self.port}", f"--http-address={self.host}"]
-        # gRPC and metrics on free ports of 127.0.0.1 (None where not served or not asked for)
         self.grpc_port = self.metrics_port = None
-        if extra_ports:
+        if self._extra_ports:
             for flag in side_port_flags():
                 port = free_port()
                 if flag == "--grpc-port":
@@ -100,9 +129,7 @@ class NereidServer:
                 else:
                     self.metrics_port = port
                     self.argv += [f"--metrics-port={port}"]
-        self.argv += list(args)
-        self.proc = None
-        self.returncode = None
+        self.argv += self._args
 
     @property
     def grpc_url(self):
@@ -136,6 +163,14 @@ class NereidServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             rc = self.proc.poll()
+            if rc is not None and "already in use" in self.log and self._retries < 3 \
+                    and self._fixed_port is None:
+                # a port picked as free was taken before the server bound it: new ports
+                self._retries += 1
+                self._logf.close()
+                self._pick_ports()
+                self.start()
+                continue
             if rc is not None:
                 self.returncode = rc
                 pytest.fail(f"nereid exited with code {rc} before /v2/health/live answered\n"
