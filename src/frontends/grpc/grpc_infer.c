@@ -21,7 +21,6 @@
 
 #include "../../common/alloc.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

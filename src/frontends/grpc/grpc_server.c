@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define CONTAINER(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
