@@ -23,31 +23,19 @@
 #include "model_config.h"
 
 #include "../common/buf.h"
+#include "../common/varint.h"
 #include "cfg_int.h"
 
 #include <string.h>
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
-#define VARINT_MAX 10 /* bytes in the longest varint (a 64-bit value) */
-
 static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base);
-
-static size_t varint_enc(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
 
 static void put_varint(nr_buf_t *b, uint64_t v)
 {
-    uint8_t tmp[VARINT_MAX];
-    nr_buf_append(b, tmp, varint_enc(tmp, v));
+    uint8_t tmp[NR_VARINT_MAX];
+    nr_buf_append(b, tmp, nr_varint_put(tmp, v));
 }
 
 static void put_tag(nr_buf_t *b, uint32_t num, int wire_type)
@@ -67,7 +55,7 @@ static void put_le(nr_buf_t *b, uint64_t v, size_t n)
  * where the body starts. len_close writes the length and moves the body. */
 static size_t len_open(nr_buf_t *b, uint32_t num)
 {
-    static const uint8_t room[VARINT_MAX];
+    static const uint8_t room[NR_VARINT_MAX];
     put_tag(b, num, WT_LEN);
     nr_buf_append(b, room, sizeof(room));
     return b->len;
@@ -75,13 +63,13 @@ static size_t len_open(nr_buf_t *b, uint32_t num)
 
 static void len_close(nr_buf_t *b, size_t body)
 {
-    uint8_t tmp[VARINT_MAX];
+    uint8_t tmp[NR_VARINT_MAX];
     size_t size = b->len - body;
-    size_t n = varint_enc(tmp, size);
-    char *at = b->data + body - VARINT_MAX;
+    size_t n = nr_varint_put(tmp, size);
+    char *at = b->data + body - NR_VARINT_MAX;
     memmove(at + n, b->data + body, size);
     memcpy(at, tmp, n);
-    b->len -= VARINT_MAX - n;
+    b->len -= NR_VARINT_MAX - n;
     b->data[b->len] = '\0'; /* nr_buf_t keeps its bytes NUL-terminated */
 }
 

@@ -20,6 +20,7 @@
 #include "grpc_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/varint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -384,33 +385,12 @@ void nr_grpc_infer_free(nr_grpc_infer_t *inf)
 
 /* ---- response ---------------------------------------------------------------------- */
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 /* raw_output_contents entries: tag (field 6, length-delimited) and length. */
 static void put_raw_tag(nr_buf_t *b, size_t len)
 {
-    uint8_t tmp[11];
+    uint8_t tmp[1 + NR_VARINT_MAX];
     tmp[0] = (6 << 3) | 2;
-    size_t n = 1 + put_varint(tmp + 1, len);
+    size_t n = 1 + nr_varint_put(tmp + 1, len);
     nr_buf_append(b, tmp, n);
 }
 
@@ -459,7 +439,7 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
         op[i] = &ot[i];
         size_t len = outs[i].in_shm ? 0 : t->size; /* written into its region: empty */
         data_bytes += len;
-        raw_bytes += 1 + varint_size(len) + len;
+        raw_bytes += 1 + nr_varint_size(len) + len;
     }
     r.n_outputs = n;
     r.outputs = op;
@@ -469,9 +449,9 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     bool copy = data_bytes <= REPLY_COPY_MAX; /* else: slices where a hold keeps the data */
     nr_buf_reserve(&b, 16 + hdr + (copy ? raw_bytes : 16 * n));
     if (stream) { /* ModelStreamInferResponse.infer_response (field 2) around it */
-        uint8_t tmp[11];
+        uint8_t tmp[1 + NR_VARINT_MAX];
         tmp[0] = (2 << 3) | 2;
-        size_t k = 1 + put_varint(tmp + 1, hdr + raw_bytes);
+        size_t k = 1 + nr_varint_put(tmp + 1, hdr + raw_bytes);
         nr_buf_append(&b, tmp, k);
     }
     protobuf_c_message_pack(&r.base, (uint8_t *)b.data + b.len);
