@@ -138,6 +138,16 @@ nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len, int64
                          name);
 }
 
+void nr_kserve_versions(nr_server_t *s, nr_kserve_version_fn fn, void *arg)
+{
+    const nr_repo_t *repo = nr_server_repo(s);
+    for (size_t i = 0; i < nr_repo_count(repo); i++) {
+        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
+        for (size_t k = 0; k < e->n_versions; k++)
+            fn(e->versions[k], e->name, arg);
+    }
+}
+
 /* ---- repository ------------------------------------------------------------------ */
 
 static const char *state_name(nr_model_state_t st)

@@ -87,6 +87,11 @@ typedef void (*nr_kserve_stats_fn)(const nr_model_t *m, const nr_stats_snap_t *s
 NR_MUST_CHECK nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len,
                                            int64_t version, nr_kserve_stats_fn fn, void *arg);
 
+/* Every version of every model, READY or not (m->state says), in the
+ * repository's order (name, then version); the frontend reads, never keeps. */
+typedef void (*nr_kserve_version_fn)(nr_model_t *m, const char *model_name, void *arg);
+void nr_kserve_versions(nr_server_t *s, nr_kserve_version_fn fn, void *arg);
+
 /* ---- repository ------------------------------------------------------------------ */
 
 typedef struct {

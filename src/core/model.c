@@ -157,6 +157,11 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
     return NULL;
 }
 
+uint64_t nr_model_queued(nr_model_t *m)
+{
+    return m->sched ? nr_sched_queued(m->sched) : 0;
+}
+
 uint64_t nr_model_inflight(nr_model_t *m)
 {
     return m->sched ? nr_sched_inflight(m->sched) : 0;

@@ -50,5 +50,7 @@ void nr_model_unload(nr_model_t *m);
 NR_MUST_CHECK nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req);
 /* Requests queued or executing, for shutdown draining. */
 uint64_t nr_model_inflight(nr_model_t *m);
+/* Requests queued and not yet executing (the metrics' pending count). */
+uint64_t nr_model_queued(nr_model_t *m);
 
 #endif

@@ -1,18 +1,16 @@
 /* metrics_collect.c - one scrape's view of the core: every model version of
- * the repository in its order, READY ones filled from the statistics API's
- * snapshot (nr_kserve_stats: the same counters GET /v2/models/stats reports,
- * so the two always agree), the scheduler's queued count, and the quantiles
- * of the recent observations. Runs on the metrics thread; the request path
- * never waits for it (snapshots take the statistics' group lock, which an
- * execution holds only while it adds its counters).
+ * the repository in its order (nr_kserve_versions), READY ones filled from
+ * the statistics snapshot GET /v2/models/stats reports too (so the two always
+ * agree), the queued count, and the quantiles of the recent observations.
+ * Runs on the metrics thread; the request path never waits for it (snapshots
+ * take the statistics' group lock, which an execution holds only while it
+ * adds its counters).
  */
 #include "metrics_int.h"
 
 #include "../../common/alloc.h"
 #include "../../core/kserve.h"
-#include "../../core/repository.h"
 #include "../../core/request.h"
-#include "../../core/scheduler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,8 +33,7 @@ static int cmp_u32(const void *a, const void *b)
 
 typedef struct {
     nr_metrics_view_t *v;
-    const nr_model_t **models; /* [n_rows]: which version each row is */
-    size_t cursor;             /* rows before it are filled (same order as the visit) */
+    size_t cap;                /* rows allocated */
     uint32_t *scratch[NR_OBS_N];
     size_t scratch_cap;
     uint64_t since_ns;
@@ -65,28 +62,36 @@ static void fill_quantiles(collect_t *c, nr_metrics_row_t *r, nr_obs_t *obs)
     }
 }
 
-static void on_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
+static void on_version(nr_model_t *m, const char *model_name, void *arg)
 {
     collect_t *c = arg;
     nr_metrics_view_t *v = c->v;
-    while (c->cursor < v->n_rows && c->models[c->cursor] != m)
-        c->cursor++;
-    if (c->cursor == v->n_rows)
-        return; /* not in the repository walk: cannot happen with a fixed model set */
-    nr_metrics_row_t *r = &v->rows[c->cursor++];
+    if (v->n_rows == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        v->rows = nr_realloc(v->rows, c->cap * sizeof(*v->rows));
+    }
+    nr_metrics_row_t *r = &v->rows[v->n_rows++];
+    memset(r, 0, sizeof(*r));
+    r->model = model_name;
+    r->version = m->version_str;
+    if (m->state != NR_MODEL_READY)
+        return; /* failed to load: only its failure series */
+    nr_stats_snap_t sn;
+    nr_stats_snapshot(&m->stats, &sn);
     r->ready = true;
-    r->success = sn->success.count;
-    r->inferences = sn->inference_count;
-    r->executions = sn->execution_count;
-    memcpy(r->failure, sn->failure, sizeof(r->failure));
+    r->success = sn.success.count;
+    r->inferences = sn.inference_count;
+    r->executions = sn.execution_count;
+    memcpy(r->failure, sn.failure, sizeof(r->failure));
     /* The sum of every request's ns, divided once: Triton adds whole us per
      * request, so its figure can be lower by up to 1 us per request. */
-    r->us[NR_OBS_REQUEST] = sn->success.ns / 1000;
-    r->us[NR_OBS_QUEUE] = sn->queue.ns / 1000;
-    r->us[NR_OBS_COMPUTE_INPUT] = sn->compute_input.ns / 1000;
-    r->us[NR_OBS_COMPUTE_INFER] = sn->compute_infer.ns / 1000;
-    r->us[NR_OBS_COMPUTE_OUTPUT] = sn->compute_output.ns / 1000;
-    r->pending = m->sched ? nr_sched_queued(m->sched) : 0;
+    r->us[NR_OBS_REQUEST] = sn.success.ns / 1000;
+    r->us[NR_OBS_QUEUE] = sn.queue.ns / 1000;
+    r->us[NR_OBS_COMPUTE_INPUT] = sn.compute_input.ns / 1000;
+    r->us[NR_OBS_COMPUTE_INFER] = sn.compute_infer.ns / 1000;
+    r->us[NR_OBS_COMPUTE_OUTPUT] = sn.compute_output.ns / 1000;
+    nr_stats_snap_free(&sn);
+    r->pending = nr_model_queued(m);
     if (v->summaries)
         fill_quantiles(c, r, atomic_load_explicit(&m->stats.obs, memory_order_acquire));
 }
@@ -98,28 +103,12 @@ void nr_metrics_collect(nr_server_t *core, bool summaries, const nr_metrics_quan
     v->summaries = summaries;
     v->quantiles = q;
     v->n_quantiles = nq;
-    const nr_repo_t *repo = nr_server_repo(core);
-    size_t n = 0;
-    for (size_t i = 0; i < nr_repo_count(repo); i++)
-        n += nr_repo_entry_at(repo, i)->n_versions;
-    v->rows = nr_calloc(n + 1, sizeof(nr_metrics_row_t));
-    collect_t c = {.v = v, .models = nr_calloc(n + 1, sizeof(nr_model_t *))};
-    for (size_t i = 0; i < nr_repo_count(repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
-        for (size_t k = 0; k < e->n_versions; k++) {
-            v->rows[v->n_rows].model = e->name;
-            v->rows[v->n_rows].version = e->versions[k]->version_str;
-            c.models[v->n_rows++] = e->versions[k];
-        }
-    }
-    c.since_ns = nr_now_ns();
-    c.since_ns = c.since_ns > NR_METRICS_SUMMARY_WINDOW_NS ? c.since_ns - NR_METRICS_SUMMARY_WINDOW_NS
-                                                           : 0;
-    /* every READY version of every model, in the repository's order */
-    nr_status_free(nr_kserve_stats(core, NULL, 0, -1, on_stats, &c));
+    collect_t c = {.v = v};
+    uint64_t now = nr_now_ns();
+    c.since_ns = now > NR_METRICS_SUMMARY_WINDOW_NS ? now - NR_METRICS_SUMMARY_WINDOW_NS : 0;
+    nr_kserve_versions(core, on_version, &c);
     for (int k = 0; k < NR_OBS_N; k++)
         free(c.scratch[k]);
-    free(c.models);
 }
 
 void nr_metrics_view_free(nr_metrics_view_t *v)

@@ -12,7 +12,7 @@
 #include "../../common/alloc.h"
 #include "../../common/log.h"
 #include "../../common/net.h"
-#include "../../core/repository.h"
+#include "../../core/kserve.h"
 
 #include <microhttpd.h>
 #include <stdatomic.h>
@@ -107,15 +107,11 @@ static void on_mhd_log(void *cls, const char *fm, va_list ap)
 }
 
 /* With summaries: every READY version records its requests from now on. */
-static void enable_observations(nr_server_t *core)
+static void enable_observations(nr_model_t *m, const char *model_name, void *arg)
 {
-    const nr_repo_t *repo = nr_server_repo(core);
-    for (size_t i = 0; i < nr_repo_count(repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
-        for (size_t k = 0; k < e->n_versions; k++)
-            if (e->versions[k]->state == NR_MODEL_READY)
-                nr_stats_enable_obs(&e->versions[k]->stats, NR_METRICS_SUMMARY_OBS);
-    }
+    (void)model_name, (void)arg;
+    if (m->state == NR_MODEL_READY)
+        nr_stats_enable_obs(&m->stats, NR_METRICS_SUMMARY_OBS);
 }
 
 static void server_free(nr_metrics_server_t *s)
@@ -146,7 +142,7 @@ nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
     }
     if (o->summaries) {
         s->quantiles = nr_metrics_parse_quantiles(o->quantiles, &s->n_quantiles);
-        enable_observations(core);
+        nr_kserve_versions(core, enable_observations, NULL);
     }
     if (o->cpu)
         s->cpu = nr_metrics_cpu_start(o->interval_ms);
