@@ -147,7 +147,8 @@ static const char *const known_flags[] = {
     "backend-directory", "repository-poll-secs", "cache-directory", "host-policy", "load-model",
     "inline-execution", "help", "reuse-grpc-port", "grpc-header-forward-pattern",
     "grpc-infer-allocation-pool-size", "grpc-infer-thread-count", "grpc-use-ssl",
-    "grpc-use-ssl-mutual", "grpc-server-cert", "grpc-server-key", "grpc-root-cert", "grpc-infer-response-compression-level",
+    "grpc-use-ssl-mutual", "grpc-server-cert", "grpc-server-key", "grpc-root-cert",
+    "grpc-infer-response-compression-level",
     "grpc-keepalive-time", "grpc-keepalive-timeout", "grpc-keepalive-permit-without-calls",
     "grpc-http2-max-pings-without-data", "grpc-http2-min-recv-ping-interval-without-data",
     "grpc-http2-max-ping-strikes", "grpc-max-connection-age", "grpc-max-connection-age-grace",
@@ -168,11 +169,11 @@ static bool is_flag_only(const char *name)
     return !strcmp(name, "disable-auto-complete-config") || !strcmp(name, "help");
 }
 
-/* Typed flags, table-driven (strings and special cases are handled below). */
+/* Typed flags, table-driven (special cases are handled below). */
 typedef struct {
     const char *name;
-    enum { OPT_INT, OPT_BOOL } kind;
-    void *dst; /* int *, uint64_t * (when big) or bool * */
+    enum { OPT_INT, OPT_BOOL, OPT_STR } kind;
+    void *dst; /* int *, uint64_t * (when big), bool * or const char ** (argv's string) */
     long long lo, hi;
     bool big;
 } opt_def_t;
@@ -185,7 +186,9 @@ static bool set_typed(const opt_def_t *defs, size_t n, const char *name, const c
             continue;
         long long x;
         bool b;
-        if (d->kind == OPT_BOOL) {
+        if (d->kind == OPT_STR) {
+            *(const char **)d->dst = v;
+        } else if (d->kind == OPT_BOOL) {
             if (!parse_bool(v, &b))
                 bad_value(name, v);
             *(bool *)d->dst = b;
@@ -242,6 +245,15 @@ static void set_option(opts_t *o, const char *name, const char *v)
         {"log-info", OPT_BOOL, &o->log_info, 0, 0, false},
         {"log-warning", OPT_BOOL, &o->log_warn, 0, 0, false},
         {"log-error", OPT_BOOL, &o->log_error, 0, 0, false},
+        {"http-address", OPT_STR, &o->http_address, 0, 0, false},
+        {"id", OPT_STR, &o->id, 0, 0, false},
+        {"model-config-name", OPT_STR, &o->model_config_name, 0, 0, false},
+        {"log-file", OPT_STR, &o->log_file, 0, 0, false},
+        {"grpc-address", OPT_STR, &o->grpc.address, 0, 0, false},
+        {"grpc-server-cert", OPT_STR, &o->grpc.server_cert, 0, 0, false},
+        {"grpc-server-key", OPT_STR, &o->grpc.server_key, 0, 0, false},
+        {"grpc-root-cert", OPT_STR, &o->grpc.root_cert, 0, 0, false},
+        {"metrics-address", OPT_STR, &o->metrics.address, 0, 0, false},
     };
     bool b;
     if (set_typed(defs, sizeof(defs) / sizeof(defs[0]), name, v))
@@ -259,28 +271,6 @@ static void set_option(opts_t *o, const char *name, const char *v)
         o->autocomplete = !b;
         return;
     }
-    if (!strcmp(name, "http-address")) {
-        o->http_address = v;
-        return;
-    }
-    if (!strcmp(name, "id")) {
-        o->id = v;
-        return;
-    }
-    if (!strcmp(name, "grpc-address")) {
-        o->grpc.address = v;
-        return;
-    }
-    if (!strcmp(name, "grpc-server-cert") || !strcmp(name, "grpc-server-key") ||
-        !strcmp(name, "grpc-root-cert")) {
-        if (!strcmp(name, "grpc-server-cert"))
-            o->grpc.server_cert = v;
-        else if (!strcmp(name, "grpc-server-key"))
-            o->grpc.server_key = v;
-        else
-            o->grpc.root_cert = v;
-        return;
-    }
     if (!strcmp(name, "grpc-infer-response-compression-level")) {
         static const char *const levels[] = {"none", "low", "medium", "high"};
         for (size_t i = 0; i < 4; i++)
@@ -295,14 +285,6 @@ static void set_option(opts_t *o, const char *name, const char *v)
     }
     if (!strcmp(name, "grpc-header-forward-pattern"))
         return; /* forwarded headers would be request parameters, which no backend reads */
-    if (!strcmp(name, "model-config-name")) {
-        o->model_config_name = v;
-        return;
-    }
-    if (!strcmp(name, "log-file")) {
-        o->log_file = v;
-        return;
-    }
     if (!strcmp(name, "model-control-mode")) {
         if (strcmp(v, "none") && strcmp(v, "poll") && strcmp(v, "explicit"))
             bad_value(name, v);
@@ -317,10 +299,6 @@ static void set_option(opts_t *o, const char *name, const char *v)
     }
     /* Parsed so that Triton command lines are understood; what nereid does not
      * do yet is refused with a clear message or, where harmless, ignored. */
-    if (!strcmp(name, "metrics-address")) {
-        o->metrics.address = v;
-        return;
-    }
     if (!strcmp(name, "metrics-config")) {
         nr_status_t *st = nr_metrics_config_set(&o->metrics, v);
         if (st) {
@@ -433,6 +411,62 @@ static void log_options(const opts_t *o)
     free(owned);
 }
 
+/* The frontends, each NULL when not started. */
+typedef struct {
+    nr_grpc_server_t *grpc;
+    nr_http_server_t *http;
+    nr_metrics_server_t *metrics;
+} frontends_t;
+
+/* Starts what the flags allow, in Triton's order (gRPC, HTTP, metrics), with
+ * Triton's log lines; false (logged) when one cannot start. */
+static bool start_frontends(opts_t *o, nr_server_t *core, frontends_t *fe)
+{
+    nr_status_t *st = NULL;
+    if (o->allow_grpc) {
+        if ((st = nr_grpc_start(&o->grpc, core, &fe->grpc)) != NULL) {
+            NR_LOG_ERROR("failed to start GRPC service: %s", st->msg);
+            nr_status_free(st);
+            return false;
+        }
+        NR_LOG_INFO("Started GRPCInferenceService at %s:%d", o->grpc.address,
+                    nr_grpc_port(fe->grpc));
+    }
+    if (o->allow_http) {
+        nr_http_options_t ho = {
+            .address = o->http_address,
+            .port = o->http_port,
+            .thread_count = o->http_threads,
+            .max_input_size = o->http_max_input,
+        };
+        if ((st = nr_http_start(&ho, core, &fe->http)) != NULL) {
+            NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
+            nr_status_free(st);
+            return false;
+        }
+        NR_LOG_INFO("Started HTTPService at %s:%d", o->http_address, nr_http_port(fe->http));
+    }
+    if (o->allow_metrics) { /* --metrics-address defaults to the HTTP address, as in Triton */
+        if (o->metrics.address == NULL)
+            o->metrics.address = o->http_address;
+        if ((st = nr_metrics_start(&o->metrics, core, &fe->metrics)) != NULL) {
+            NR_LOG_ERROR("failed to start Metrics service: %s", st->msg);
+            nr_status_free(st);
+            return false;
+        }
+        NR_LOG_INFO("Started Metrics Service at %s:%d", o->metrics.address,
+                    nr_metrics_port(fe->metrics));
+    }
+    return true;
+}
+
+static void stop_frontends(frontends_t *fe)
+{
+    nr_grpc_stop(fe->grpc);
+    nr_http_stop(fe->http);
+    nr_metrics_stop(fe->metrics);
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {
@@ -452,9 +486,10 @@ int main(int argc, char **argv)
         .log_info = true,
         .log_warn = true,
         .log_error = true,
+        .allow_metrics = true,
+        .allow_gpu_metrics = true,
     };
     nr_grpc_options_default(&o.grpc);
-    o.allow_metrics = o.allow_gpu_metrics = true;
     nr_metrics_options_default(&o.metrics);
     parse_args(argc, argv, &o);
     nr_log_settings.info = o.log_info;
@@ -518,62 +553,21 @@ int main(int argc, char **argv)
         .strict_readiness = o.strict_readiness,
     };
     nr_server_t *core = nr_server_new(&so, repo); /* owns repo from here */
-    nr_grpc_server_t *grpc = NULL;
-    if (o.allow_grpc) {
-        st = nr_grpc_start(&o.grpc, core, &grpc);
-        if (st) {
-            NR_LOG_ERROR("failed to start GRPC service: %s", st->msg);
-            nr_status_free(st);
-            nr_server_free(core);
-            goto fail;
-        }
-        NR_LOG_INFO("Started GRPCInferenceService at %s:%d", o.grpc.address, nr_grpc_port(grpc));
-    }
-    nr_http_server_t *http = NULL;
-    if (o.allow_http) {
-        nr_http_options_t ho = {
-            .address = o.http_address,
-            .port = o.http_port,
-            .thread_count = o.http_threads,
-            .max_input_size = o.http_max_input,
-        };
-        st = nr_http_start(&ho, core, &http);
-        if (st) {
-            NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
-            nr_status_free(st);
-            nr_grpc_stop(grpc);
-            nr_server_free(core);
-            goto fail;
-        }
-        NR_LOG_INFO("Started HTTPService at %s:%d", o.http_address, nr_http_port(http));
-    }
-    nr_metrics_server_t *metrics = NULL;
-    if (o.allow_metrics) { /* --metrics-address defaults to the HTTP address, as in Triton */
-        o.metrics.address = o.metrics.address ? o.metrics.address : o.http_address;
-        st = nr_metrics_start(&o.metrics, core, &metrics);
-        if (st) {
-            NR_LOG_ERROR("failed to start Metrics service: %s", st->msg);
-            nr_status_free(st);
-            nr_http_stop(http);
-            nr_grpc_stop(grpc);
-            nr_server_free(core);
-            goto fail;
-        }
-        NR_LOG_INFO("Started Metrics Service at %s:%d", o.metrics.address, nr_metrics_port(metrics));
+    frontends_t fe = {NULL, NULL, NULL};
+    if (!start_frontends(&o, core, &fe)) {
+        stop_frontends(&fe);
+        nr_server_free(core);
+        goto fail;
     }
     int sig = 0;
     sigwait(&stop, &sig);
     NR_LOG_INFO("Signal (%d) received.", sig);
-    nr_server_quiesce(core);
-    nr_grpc_quiesce(grpc);
-    if (http)
-        nr_http_quiesce(http);
-    nr_metrics_quiesce(metrics);
+    nr_server_quiesce(core); /* readiness answers "not ready" from here */
+    nr_grpc_quiesce(fe.grpc);
+    nr_http_quiesce(fe.http);
+    nr_metrics_quiesce(fe.metrics);
     nr_server_drain(core, o.exit_timeout_secs);
-    nr_grpc_stop(grpc);
-    if (http)
-        nr_http_stop(http);
-    nr_metrics_stop(metrics);
+    stop_frontends(&fe);
     nr_server_free(core);
     free(o.repos);
     return 0;

@@ -54,8 +54,10 @@ static nr_status_t *health_check(nr_grpc_server_t *s, const ProtobufCMessage *re
 {
     /* Triton ignores the service name and reports the server's readiness */
     Grpc__Health__V1__HealthCheckResponse r = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-    r.status = nr_server_ready(s->core) ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
-                                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+    if (nr_server_ready(s->core))
+        r.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    else
+        r.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
     nr_grpc_pack(&r.base, out);
     return NULL;
 }
@@ -422,7 +424,8 @@ static nr_status_t *cuda_status(nr_grpc_server_t *s, const ProtobufCMessage *req
     const Inference__CudaSharedMemoryStatusRequest *q = (const void *)req;
     if (q->name[0] != '\0')
         return nr_kserve_cuda_status(q->name, strlen(q->name));
-    Inference__CudaSharedMemoryStatusResponse r = INFERENCE__CUDA_SHARED_MEMORY_STATUS_RESPONSE__INIT;
+    Inference__CudaSharedMemoryStatusResponse r =
+        INFERENCE__CUDA_SHARED_MEMORY_STATUS_RESPONSE__INIT;
     nr_grpc_pack(&r.base, out);
     return NULL;
 }

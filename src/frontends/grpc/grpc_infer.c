@@ -73,8 +73,6 @@ static nr_status_t *parse_params(nr_grpc_infer_t *inf)
         nr_status_t *st = nr_infer_param(&inf->base, NR_PROTO_GRPC, &p);
         if (st != NULL)
             return st;
-        if (strcmp(p.key, "triton_enable_empty_final_response") == 0)
-            inf->empty_final = p.v.b;
     }
     return NULL;
 }
@@ -85,8 +83,13 @@ typedef struct {
     uint64_t offset, byte_size;
 } shm_ref_t;
 
-static const Inference__InferParameter *find(Inference__ModelInferRequest__InferInputTensor__ParametersEntry *const *ps,
-                                             size_t n, const char *key)
+/* Input and output parameter maps have the same layout (key, InferParameter). */
+typedef Inference__ModelInferRequest__InferInputTensor__ParametersEntry param_entry_t;
+typedef Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry out_entry_t;
+_Static_assert(sizeof(param_entry_t) == sizeof(out_entry_t),
+               "the two parameter map entries share a layout");
+
+static const Inference__InferParameter *find(param_entry_t *const *ps, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(ps[i]->key, key) == 0)
@@ -98,12 +101,6 @@ static bool is_int64(const Inference__InferParameter *p)
 {
     return p->parameter_choice_case == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
 }
-
-/* Input and output parameter maps have the same layout (key, InferParameter). */
-typedef Inference__ModelInferRequest__InferInputTensor__ParametersEntry param_entry_t;
-_Static_assert(sizeof(param_entry_t) ==
-                   sizeof(Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry),
-               "the two parameter map entries share a layout");
 
 static nr_status_t *shm_params(const char *tensor, param_entry_t *const *ps, size_t n,
                                shm_ref_t *out)

@@ -140,7 +140,6 @@ typedef struct nr_grpc_infer_s {
     nr_infer_t base;              /* the core's request (model, req, shm, outputs) */
     nr_arena_t arena;             /* the unpacked message and converted inputs */
     Inference__ModelInferRequest *msg;
-    bool empty_final;             /* triton_enable_empty_final_response */
     void (*on_done)(struct nr_grpc_infer_s *inf); /* runs when the core is done */
     void *owner;                  /* the unary call or the stream entry */
 } nr_grpc_infer_t;
