@@ -3,8 +3,8 @@
 #   1. Debian packages (apt-get, run only when one is absent);
 #   2. the Python venv at $VENV from scripts/requirements.txt (redone when that file's hash changes);
 #   3. ONNX Runtime for C at $ORT_HOME: headers from Debian 13's libonnxruntime-dev (fetched with a
-#      private apt configuration; the system's apt state is never touched) and the library from the
-#      venv's onnxruntime wheel.
+#      private apt configuration pointing at the Debian archive this machine's own apt sources use;
+#      the system's apt state is never touched) and the library from the venv's onnxruntime wheel.
 # Idempotent; prints nothing when everything is present. Run from anywhere:
 #   ORT_HOME=... VENV=... scripts/setup.sh
 set -euo pipefail
@@ -18,7 +18,7 @@ REQS="$ROOT/scripts/requirements.txt"
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
           libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates)
-TRIXIE_SOURCE="deb http://deb.debian.org/debian trixie main"
+HEADERS_SUITE=trixie # the Debian release whose libonnxruntime-dev gives the C headers
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -77,14 +77,21 @@ if [ "$ORT_HOME" != "$DEFAULT_ORT_HOME" ]; then
 fi
 
 if [ ! -f "$ORT_HOME/include/onnxruntime_c_api.h" ]; then
-    say "fetching ONNX Runtime C headers (Debian trixie libonnxruntime-dev) into $ORT_HOME/include"
+    say "fetching ONNX Runtime C headers (Debian $HEADERS_SUITE libonnxruntime-dev) into $ORT_HOME/include"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/etc" "$tmp/deb"
+    # The Debian archive (mirror) this machine's apt already uses for its own release: the same
+    # URI with the newer suite. No host is named here; apt's proxy settings apply as configured.
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    archive=$(apt-get indextargets --no-release-info --format '$(REPO_URI) $(RELEASE)' \
+                  2>/dev/null | awk -v c="$codename" '$2 == c { print $1; exit }')
+    [ -n "$archive" ] ||
+        die "no Debian archive for '$codename' in this machine's apt sources"
     src_opts=""
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] &&
         src_opts="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-    echo "${TRIXIE_SOURCE/deb /deb $src_opts}" > "$tmp/etc/sources.list"
+    echo "deb ${src_opts}${archive} ${HEADERS_SUITE} main" > "$tmp/etc/sources.list"
     : > "$tmp/status"
     apt_private=(-o "Dir::Etc::SourceList=$tmp/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
                  -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
@@ -92,9 +99,9 @@ if [ ! -f "$ORT_HOME/include/onnxruntime_c_api.h" ]; then
                  -o Dir::Etc::PreferencesParts=/dev/null -o Debug::NoLocking=1
                  -o APT::Sandbox::User=root)
     apt-get "${apt_private[@]}" -qq update >/dev/null ||
-        die "apt-get update against Debian trixie failed"
+        die "apt-get update against Debian $HEADERS_SUITE ($archive) failed"
     (cd "$tmp/deb" && apt-get "${apt_private[@]}" -qq download libonnxruntime-dev >/dev/null) ||
-        die "apt-get download libonnxruntime-dev (trixie) failed"
+        die "apt-get download libonnxruntime-dev ($HEADERS_SUITE) failed"
     dpkg -x "$tmp"/deb/libonnxruntime-dev_*.deb "$tmp/x"
     mkdir -p "$ORT_HOME/include"
     cp "$tmp"/x/usr/include/onnxruntime/*.h "$ORT_HOME/include/"
