@@ -97,6 +97,18 @@ def run_cli(args, timeout=30):
                           timeout=timeout, cwd=ROOT)
 
 
+FALSE_WORDS = ("false", "off", "0", "False", "FALSE", "OFF")  # what nereid reads as false
+
+
+def listening(port):
+    """True when 127.0.0.1:port accepts a TCP connection."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 class NereidServer:
     """A running nereid. `url` is what tritonclient wants ("127.0.0.1:<port>")."""
 
@@ -176,14 +188,25 @@ class NereidServer:
                 pytest.fail(f"nereid exited with code {rc} before /v2/health/live answered\n"
                             + self.describe(), pytrace=False)
             try:
-                if e2e_util.get(self.port, "/v2/health/live").status == 200:
+                if e2e_util.get(self.port, "/v2/health/live").status == 200 \
+                        and all(map(listening, self._side_ports())):
                     return self
             except OSError:
                 pass
             time.sleep(0.05)
         self.kill()
-        pytest.fail(f"nereid did not answer /v2/health/live within {timeout} s\n" + self.describe(),
-                    pytrace=False)
+        pytest.fail(f"nereid did not answer /v2/health/live (and listen on its gRPC and metrics "
+                    f"ports) within {timeout} s\n" + self.describe(), pytrace=False)
+
+    def _side_ports(self):
+        """The gRPC and metrics ports this server serves: HTTP answers live before the metrics
+        service is up (Triton's start order: gRPC, HTTP, metrics), so a test's first scrape
+        waits for its port too. A frontend turned off by an --allow-...=false argument has none."""
+        off = {a.split("=", 1)[0] for a in self._args
+               if a.startswith("--allow-") and a.split("=", 1)[-1] in FALSE_WORDS}
+        return [port for port, flag in ((self.grpc_port, "--allow-grpc"),
+                                        (self.metrics_port, "--allow-metrics"))
+                if port is not None and flag not in off]
 
     def wait_exit(self, timeout=STOP_TIMEOUT_S):
         """Waits for the process to end by itself; returns its exit code (None on timeout)."""
