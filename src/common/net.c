@@ -38,3 +38,8 @@ bool nr_net_resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
     freeaddrinfo(res);
     return true;
 }
+
+nr_status_t *nr_net_in_use(const char *addr, int port)
+{
+    return nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ", addr, port);
+}

@@ -51,12 +51,6 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf)
 
 /* ---- parameters ----------------------------------------------------------------- */
 
-static bool key_is(const nr_param_t *p, const char *k)
-{
-    size_t n = strlen(k);
-    return p->key_len == n && memcmp(p->key, k, n) == 0;
-}
-
 /* rapidjson's IsUint64 / a non-negative int64_param */
 static bool is_uint(const nr_param_t *p)
 {
@@ -91,19 +85,19 @@ static void set_priority(nr_req_t *req, uint64_t pr)
 static nr_status_t *http_param(nr_infer_t *inf, const nr_param_t *p)
 {
     nr_req_t *req = inf->req;
-    if (key_is(p, "sequence_id")) {
+    if (nr_param_is(p, "sequence_id")) {
         /* nereid has no sequence batcher: validated, then ignored (Triton
          * ignores it too for models without sequence batching) */
         if (!is_uint(p) && p->type != NR_PARAM_STRING)
             return http_bad(p, NR_TJ_STRING);
-    } else if (key_is(p, "sequence_start") || key_is(p, "sequence_end")) {
+    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
         if (p->type != NR_PARAM_BOOL)
             return http_bad(p, NR_TJ_BOOL);
-    } else if (key_is(p, "priority")) {
+    } else if (nr_param_is(p, "priority")) {
         if (!is_uint(p))
             return http_bad(p, NR_TJ_UINT);
         set_priority(req, uint_value(p));
-    } else if (key_is(p, "timeout")) {
+    } else if (nr_param_is(p, "timeout")) {
         if (!is_uint(p))
             return http_bad(p, NR_TJ_UINT);
         req->timeout_us = uint_value(p);
@@ -123,25 +117,25 @@ static nr_status_t *http_param(nr_infer_t *inf, const nr_param_t *p)
 static nr_status_t *grpc_param(nr_infer_t *inf, const nr_param_t *p)
 {
     nr_req_t *req = inf->req;
-    if (key_is(p, "sequence_id")) {
+    if (nr_param_is(p, "sequence_id")) {
         if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_STRING)
             return grpc_bad_type(p, "int64_param or string_param");
-    } else if (key_is(p, "sequence_start") || key_is(p, "sequence_end")) {
+    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
         if (p->type != NR_PARAM_BOOL)
             return grpc_bad_type(p, "bool_param");
-    } else if (key_is(p, "priority")) {
+    } else if (nr_param_is(p, "priority")) {
         if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_UINT64)
             return grpc_bad_type(p, "int64_param or uint64_param");
         if (!is_uint(p))
             return nr_status_new(NR_INVALID_ARG,
                                  "invalid value for 'priority', expected value >= 0.");
         set_priority(req, uint_value(p));
-    } else if (key_is(p, "timeout")) {
+    } else if (nr_param_is(p, "timeout")) {
         if (p->type != NR_PARAM_INT64)
             return grpc_bad_type(p, "int64_param");
         /* Triton passes a negative timeout on as a huge unsigned one: none */
         req->timeout_us = p->v.i > 0 ? (uint64_t)p->v.i : 0;
-    } else if (key_is(p, "triton_enable_empty_final_response")) {
+    } else if (nr_param_is(p, "triton_enable_empty_final_response")) {
         if (p->type != NR_PARAM_BOOL)
             return grpc_bad_type(p, "bool_param");
     } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
@@ -305,11 +299,10 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
     const nr_model_config_t *cfg = inf->model->cfg;
     size_t n = req->n_want;
     free(inf->outs);
-    free(inf->class_t);
     inf->outs = nr_calloc(n ? n : 1, sizeof(*inf->outs));
-    inf->class_t = nr_calloc(n ? n : 1, sizeof(*inf->class_t));
     inf->n_outs = 0;
-    size_t *ord = nr_malloc((n ? n : 1) * sizeof(size_t));
+    size_t ord_small[16];
+    size_t *ord = n <= 16 ? ord_small : nr_malloc(n * sizeof(size_t));
     output_order(inf, ord);
     nr_status_t *st = NULL;
     for (size_t k = 0; k < n && st == NULL; k++) {
@@ -324,6 +317,8 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
         o->name = cfg->output[c].name;
         o->t = &req->outputs[i];
         if (inf->class_n[c] > 0) {
+            if (inf->class_t == NULL) /* [n_want]: only a classifying request has them */
+                inf->class_t = nr_calloc(n, sizeof(*inf->class_t));
             char *buf = NULL;
             st = nr_classify(o->t, cfg->max_batch_size > 0, inf->class_n[c],
                              nr_server_labels(inf->srv, cfg, c), &inf->class_t[k], &buf);
@@ -340,7 +335,8 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
             o->in_shm = true;
         }
     }
-    free(ord);
+    if (ord != ord_small)
+        free(ord);
     if (st != NULL)
         return st;
     inf->n_outs = n;

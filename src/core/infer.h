@@ -49,7 +49,7 @@ typedef struct nr_infer_s {
     nr_shm_region_t **shm_in; size_t n_shm_in;  /* regions the inputs read */
     char **owned; size_t n_owned;               /* buffers the request keeps */
     nr_infer_out_t *outs; size_t n_outs;        /* nr_infer_outputs' result */
-    nr_tensor_t *class_t;                       /* [n_want]: classified outputs */
+    nr_tensor_t *class_t;  /* [n_want]: classified outputs; NULL until one is classified */
 } nr_infer_t;
 
 /* Starts a request for model m (srv may be NULL); req->frontend = frontend. */

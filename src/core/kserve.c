@@ -217,32 +217,27 @@ nr_status_t *nr_kserve_cuda_register(const char *region, size_t len)
 
 /* ---- logging -------------------------------------------------------------------- */
 
-static bool param_is(const nr_param_t *p, const char *k)
-{
-    return p->key_len == strlen(k) && memcmp(p->key, k, p->key_len) == 0;
-}
-
 nr_status_t *nr_kserve_log_set(const nr_param_t *p)
 {
-    if (param_is(p, "log_file"))
+    if (nr_param_is(p, "log_file"))
         return nr_status_new(NR_UNSUPPORTED,
                              "log file location can not be updated through network protocol");
-    _Atomic bool *flag = param_is(p, "log_info")      ? &nr_log_settings.info
-                         : param_is(p, "log_warning") ? &nr_log_settings.warn
-                         : param_is(p, "log_error")   ? &nr_log_settings.error
+    _Atomic bool *flag = nr_param_is(p, "log_info")      ? &nr_log_settings.info
+                         : nr_param_is(p, "log_warning") ? &nr_log_settings.warn
+                         : nr_param_is(p, "log_error")   ? &nr_log_settings.error
                                                       : NULL;
     if (flag != NULL) {
         if (p->type != NR_PARAM_BOOL)
             return nr_status_new(NR_INVALID_ARG, "expect boolean for '%.*s'", (int)p->key_len,
                                  p->key);
         *flag = p->v.b;
-    } else if (param_is(p, "log_verbose_level")) {
+    } else if (nr_param_is(p, "log_verbose_level")) {
         bool ok = (p->type == NR_PARAM_UINT64 && p->v.u <= INT32_MAX) ||
                   (p->type == NR_PARAM_INT64 && p->v.i >= 0 && p->v.i <= INT32_MAX);
         if (!ok)
             return nr_status_new(NR_INVALID_ARG, "expect int32 for 'log_verbose_level'");
         nr_log_settings.verbose = (int)(p->type == NR_PARAM_UINT64 ? (int64_t)p->v.u : p->v.i);
-    } else if (param_is(p, "log_format")) {
+    } else if (nr_param_is(p, "log_format")) {
         if (p->type != NR_PARAM_STRING)
             return nr_status_new(NR_INVALID_ARG, "expect string for 'log_format'");
         bool iso = p->v.s.n == 7 && memcmp(p->v.s.p, "ISO8601", 7) == 0;
@@ -254,26 +249,31 @@ nr_status_t *nr_kserve_log_set(const nr_param_t *p)
     return NULL;
 }
 
-static void setting_bool(nr_kserve_setting_fn fn, void *arg, const char *k, bool v)
+/* Hands fn one setting: p's value under key k. */
+static void setting(nr_kserve_setting_fn fn, void *arg, const char *k, nr_param_t p)
 {
-    nr_param_t p = {.key = k, .key_len = strlen(k), .type = NR_PARAM_BOOL, .v.b = v};
+    p.key = k;
+    p.key_len = strlen(k);
     fn(&p, arg);
+}
+
+static nr_param_t str_value(const char *s)
+{
+    return (nr_param_t){.type = NR_PARAM_STRING, .v.s = {s, strlen(s)}};
+}
+
+static nr_param_t bool_value(bool b)
+{
+    return (nr_param_t){.type = NR_PARAM_BOOL, .v.b = b};
 }
 
 void nr_kserve_log_settings(nr_kserve_setting_fn fn, void *arg)
 {
-    const char *file = nr_log_settings.file ? nr_log_settings.file : "";
-    const char *fmt = nr_log_settings.iso8601 ? "ISO8601" : "default";
-    nr_param_t p = {.key = "log_file", .key_len = 8, .type = NR_PARAM_STRING,
-                    .v.s = {file, strlen(file)}};
-    fn(&p, arg);
-    setting_bool(fn, arg, "log_info", nr_log_settings.info);
-    setting_bool(fn, arg, "log_warning", nr_log_settings.warn);
-    setting_bool(fn, arg, "log_error", nr_log_settings.error);
-    p = (nr_param_t){.key = "log_verbose_level", .key_len = 17, .type = NR_PARAM_UINT64,
-                     .v.u = (uint64_t)nr_log_settings.verbose};
-    fn(&p, arg);
-    p = (nr_param_t){.key = "log_format", .key_len = 10, .type = NR_PARAM_STRING,
-                     .v.s = {fmt, strlen(fmt)}};
-    fn(&p, arg);
+    setting(fn, arg, "log_file", str_value(nr_log_settings.file ? nr_log_settings.file : ""));
+    setting(fn, arg, "log_info", bool_value(nr_log_settings.info));
+    setting(fn, arg, "log_warning", bool_value(nr_log_settings.warn));
+    setting(fn, arg, "log_error", bool_value(nr_log_settings.error));
+    setting(fn, arg, "log_verbose_level",
+            (nr_param_t){.type = NR_PARAM_UINT64, .v.u = (uint64_t)nr_log_settings.verbose});
+    setting(fn, arg, "log_format", str_value(nr_log_settings.iso8601 ? "ISO8601" : "default"));
 }

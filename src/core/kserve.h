@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Which frontend asks, where Triton's two frontends word things differently. */
 typedef enum { NR_PROTO_HTTP, NR_PROTO_GRPC } nr_proto_t;
@@ -45,6 +46,12 @@ typedef struct {
     } v;
 } nr_param_t;
 
+/* Whether p's key is k. */
+static inline bool nr_param_is(const nr_param_t *p, const char *k)
+{
+    size_t n = strlen(k);
+    return p->key_len == n && memcmp(p->key, k, n) == 0;
+}
 
 /* A READY model version: `version` < 0 means the highest READY one. Errors
  * are Triton's (NOT_FOUND "Request for unknown model: ..."). */

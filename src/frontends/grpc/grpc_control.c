@@ -11,20 +11,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A scratch arena for building one response. */
-typedef struct {
-    nr_arena_t a;
-} scratch_t;
-
-static void *s_alloc(scratch_t *sc, size_t n)
+/* Zeroed memory for a response being built; it goes with the arena. */
+static void *zalloc(nr_arena_t *a, size_t n)
 {
-    return nr_arena_calloc(&sc->a, n ? n : 1);
+    return nr_arena_calloc(a, n ? n : 1);
 }
 
-static char *s_str(scratch_t *sc, const char *p, size_t n)
-{
-    return nr_arena_strndup(&sc->a, p, n);
-}
+/* Appends item to a response's growing array: acc has {nr_arena_t a; T **v;
+ * size_t n, cap;}, the array lives in acc->a. */
+#define PUSH(acc, item)                                                          \
+    do {                                                                         \
+        if ((acc)->n == (acc)->cap) {                                            \
+            size_t cap_ = (acc)->cap ? (acc)->cap * 2 : 8;                       \
+            void *v_ = zalloc(&(acc)->a, cap_ * sizeof(*(acc)->v));              \
+            if ((acc)->n)                                                        \
+                memcpy(v_, (acc)->v, (acc)->n * sizeof(*(acc)->v));              \
+            (acc)->v = v_;                                                       \
+            (acc)->cap = cap_;                                                   \
+        }                                                                        \
+        (acc)->v[(acc)->n++] = (item);                                           \
+    } while (0)
 
 /* The version field of a request: "" = none. */
 static nr_status_t *version_of(const char *v, int64_t *out)
@@ -89,14 +95,14 @@ static nr_status_t *server_metadata(nr_grpc_server_t *s, const ProtobufCMessage 
 }
 
 static Inference__ModelMetadataResponse__TensorMetadata *
-tensor_meta(scratch_t *sc, const nr_model_config_t *cfg, const char *name, nr_dtype_t dt,
+tensor_meta(nr_arena_t *a, const nr_model_config_t *cfg, const char *name, nr_dtype_t dt,
             const nr_cfg_dims_t *dims)
 {
-    Inference__ModelMetadataResponse__TensorMetadata *t = s_alloc(sc, sizeof(*t));
+    Inference__ModelMetadataResponse__TensorMetadata *t = zalloc(a, sizeof(*t));
     inference__model_metadata_response__tensor_metadata__init(t);
     t->name = (char *)name;
     t->datatype = (char *)(nr_dtype_kserve_name(dt) ? nr_dtype_kserve_name(dt) : "");
-    t->shape = s_alloc(sc, (NR_MAX_DIMS + 1) * sizeof(int64_t));
+    t->shape = zalloc(a, (NR_MAX_DIMS + 1) * sizeof(int64_t));
     t->n_shape = nr_kserve_meta_shape(cfg, dims, t->shape);
     return t;
 }
@@ -113,24 +119,24 @@ static nr_status_t *model_metadata(nr_grpc_server_t *s, const ProtobufCMessage *
     if (st != NULL)
         return st;
     const nr_model_config_t *cfg = meta.model->cfg;
-    scratch_t sc = {nr_arena_init(4096)};
+    nr_arena_t a = nr_arena_init(4096);
     Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
     r.name = (char *)meta.model->name;
     r.n_versions = meta.n_versions;
     r.versions = (char **)meta.versions;
     r.platform = (char *)meta.platform;
     r.n_inputs = cfg->n_input;
-    r.inputs = s_alloc(&sc, cfg->n_input * sizeof(*r.inputs));
+    r.inputs = zalloc(&a, cfg->n_input * sizeof(*r.inputs));
     for (size_t i = 0; i < cfg->n_input; i++)
-        r.inputs[i] = tensor_meta(&sc, cfg, cfg->input[i].name, cfg->input[i].data_type,
+        r.inputs[i] = tensor_meta(&a, cfg, cfg->input[i].name, cfg->input[i].data_type,
                                   &cfg->input[i].dims);
     r.n_outputs = cfg->n_output;
-    r.outputs = s_alloc(&sc, cfg->n_output * sizeof(*r.outputs));
+    r.outputs = zalloc(&a, cfg->n_output * sizeof(*r.outputs));
     for (size_t i = 0; i < cfg->n_output; i++)
-        r.outputs[i] = tensor_meta(&sc, cfg, cfg->output[i].name, cfg->output[i].data_type,
+        r.outputs[i] = tensor_meta(&a, cfg, cfg->output[i].name, cfg->output[i].data_type,
                                    &cfg->output[i].dims);
     nr_grpc_pack(&r.base, out);
-    nr_arena_free(&sc.a);
+    nr_arena_free(&a);
     nr_kserve_model_meta_free(&meta);
     return NULL;
 }
@@ -160,14 +166,14 @@ static nr_status_t *model_config(nr_grpc_server_t *s, const ProtobufCMessage *re
 /* ---- statistics ------------------------------------------------------------------ */
 
 typedef struct {
-    scratch_t sc;
+    nr_arena_t a;
     Inference__ModelStatistics **v;
     size_t n, cap;
 } stats_acc_t;
 
-static Inference__StatisticDuration *dur(scratch_t *sc, const nr_dur_snap_t *d)
+static Inference__StatisticDuration *dur(nr_arena_t *a, const nr_dur_snap_t *d)
 {
-    Inference__StatisticDuration *x = s_alloc(sc, sizeof(*x));
+    Inference__StatisticDuration *x = zalloc(a, sizeof(*x));
     inference__statistic_duration__init(x);
     x->count = d->count;
     x->ns = d->ns;
@@ -177,45 +183,37 @@ static Inference__StatisticDuration *dur(scratch_t *sc, const nr_dur_snap_t *d)
 static void add_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
 {
     stats_acc_t *acc = arg;
-    scratch_t *sc = &acc->sc;
-    if (acc->n == acc->cap) {
-        size_t cap = acc->cap ? acc->cap * 2 : 8;
-        Inference__ModelStatistics **nv = s_alloc(sc, cap * sizeof(*nv));
-        if (acc->n)
-            memcpy(nv, acc->v, acc->n * sizeof(*nv));
-        acc->v = nv;
-        acc->cap = cap;
-    }
-    Inference__ModelStatistics *ms = s_alloc(sc, sizeof(*ms));
+    nr_arena_t *a = &acc->a;
+    Inference__ModelStatistics *ms = zalloc(a, sizeof(*ms));
     inference__model_statistics__init(ms);
     ms->name = (char *)m->name;
     ms->version = (char *)m->version_str;
     ms->last_inference = sn->last_inference_ms;
     ms->inference_count = sn->inference_count;
     ms->execution_count = sn->execution_count;
-    Inference__InferStatistics *is = s_alloc(sc, sizeof(*is));
+    Inference__InferStatistics *is = zalloc(a, sizeof(*is));
     inference__infer_statistics__init(is);
-    is->success = dur(sc, &sn->success);
-    is->fail = dur(sc, &sn->fail);
-    is->queue = dur(sc, &sn->queue);
-    is->compute_input = dur(sc, &sn->compute_input);
-    is->compute_infer = dur(sc, &sn->compute_infer);
-    is->compute_output = dur(sc, &sn->compute_output);
-    is->cache_hit = dur(sc, &sn->cache_hit);
-    is->cache_miss = dur(sc, &sn->cache_miss);
+    is->success = dur(a, &sn->success);
+    is->fail = dur(a, &sn->fail);
+    is->queue = dur(a, &sn->queue);
+    is->compute_input = dur(a, &sn->compute_input);
+    is->compute_infer = dur(a, &sn->compute_infer);
+    is->compute_output = dur(a, &sn->compute_output);
+    is->cache_hit = dur(a, &sn->cache_hit);
+    is->cache_miss = dur(a, &sn->cache_miss);
     ms->inference_stats = is;
     ms->n_batch_stats = sn->n_batch;
-    ms->batch_stats = s_alloc(sc, sn->n_batch * sizeof(*ms->batch_stats));
+    ms->batch_stats = zalloc(a, sn->n_batch * sizeof(*ms->batch_stats));
     for (uint32_t i = 0; i < sn->n_batch; i++) {
-        Inference__InferBatchStatistics *b = s_alloc(sc, sizeof(*b));
+        Inference__InferBatchStatistics *b = zalloc(a, sizeof(*b));
         inference__infer_batch_statistics__init(b);
         b->batch_size = sn->batch[i].batch_size;
-        b->compute_input = dur(sc, &sn->batch[i].compute_input);
-        b->compute_infer = dur(sc, &sn->batch[i].compute_infer);
-        b->compute_output = dur(sc, &sn->batch[i].compute_output);
+        b->compute_input = dur(a, &sn->batch[i].compute_input);
+        b->compute_infer = dur(a, &sn->batch[i].compute_infer);
+        b->compute_output = dur(a, &sn->batch[i].compute_output);
         ms->batch_stats[i] = b;
     }
-    acc->v[acc->n++] = ms;
+    PUSH(acc, ms);
 }
 
 static nr_status_t *model_statistics(nr_grpc_server_t *s, const ProtobufCMessage *req,
@@ -226,7 +224,7 @@ static nr_status_t *model_statistics(nr_grpc_server_t *s, const ProtobufCMessage
     nr_status_t *st = version_of(q->version, &v);
     if (st != NULL)
         return st;
-    stats_acc_t acc = {{nr_arena_init(16384)}, NULL, 0, 0};
+    stats_acc_t acc = {nr_arena_init(16384), NULL, 0, 0};
     size_t nl = strlen(q->name);
     st = nr_kserve_stats(s->core, nl ? q->name : NULL, nl, v, add_stats, &acc);
     if (st == NULL) {
@@ -235,14 +233,14 @@ static nr_status_t *model_statistics(nr_grpc_server_t *s, const ProtobufCMessage
         r.model_stats = acc.v;
         nr_grpc_pack(&r.base, out);
     }
-    nr_arena_free(&acc.sc.a);
+    nr_arena_free(&acc.a);
     return st;
 }
 
 /* ---- repository -------------------------------------------------------------------- */
 
 typedef struct {
-    scratch_t sc;
+    nr_arena_t a;
     Inference__RepositoryIndexResponse__ModelIndex **v;
     size_t n, cap;
 } index_acc_t;
@@ -250,15 +248,7 @@ typedef struct {
 static void add_index(const nr_index_entry_t *e, void *arg)
 {
     index_acc_t *acc = arg;
-    if (acc->n == acc->cap) {
-        size_t cap = acc->cap ? acc->cap * 2 : 16;
-        void *nv = s_alloc(&acc->sc, cap * sizeof(*acc->v));
-        if (acc->n)
-            memcpy(nv, acc->v, acc->n * sizeof(*acc->v));
-        acc->v = nv;
-        acc->cap = cap;
-    }
-    Inference__RepositoryIndexResponse__ModelIndex *mi = s_alloc(&acc->sc, sizeof(*mi));
+    Inference__RepositoryIndexResponse__ModelIndex *mi = zalloc(&acc->a, sizeof(*mi));
     inference__repository_index_response__model_index__init(mi);
     mi->name = (char *)e->name;
     if (e->version != NULL)
@@ -266,7 +256,7 @@ static void add_index(const nr_index_entry_t *e, void *arg)
     mi->state = (char *)e->state;
     if (e->reason != NULL)
         mi->reason = (char *)e->reason;
-    acc->v[acc->n++] = mi;
+    PUSH(acc, mi);
 }
 
 static nr_status_t *repository_index(nr_grpc_server_t *s, const ProtobufCMessage *req,
@@ -275,13 +265,13 @@ static nr_status_t *repository_index(nr_grpc_server_t *s, const ProtobufCMessage
     const Inference__RepositoryIndexRequest *q = (const void *)req;
     if (q->repository_name[0] != '\0')
         return nr_kserve_repo_named();
-    index_acc_t acc = {{nr_arena_init(4096)}, NULL, 0, 0};
+    index_acc_t acc = {nr_arena_init(4096), NULL, 0, 0};
     nr_kserve_repo_index(s->core, q->ready, add_index, &acc);
     Inference__RepositoryIndexResponse r = INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
     r.n_models = acc.n;
     r.models = acc.v;
     nr_grpc_pack(&r.base, out);
-    nr_arena_free(&acc.sc.a);
+    nr_arena_free(&acc.a);
     return NULL;
 }
 
@@ -346,7 +336,7 @@ static nr_status_t *repository_unload(nr_grpc_server_t *s, const ProtobufCMessag
 /* ---- shared memory ------------------------------------------------------------------- */
 
 typedef struct {
-    scratch_t sc;
+    nr_arena_t a;
     Inference__SystemSharedMemoryStatusResponse__RegionsEntry **v;
     size_t n, cap;
 } shm_acc_t;
@@ -354,33 +344,25 @@ typedef struct {
 static void add_region(const nr_shm_info_t *info, void *arg)
 {
     shm_acc_t *acc = arg;
-    if (acc->n == acc->cap) {
-        size_t cap = acc->cap ? acc->cap * 2 : 8;
-        void *nv = s_alloc(&acc->sc, cap * sizeof(*acc->v));
-        if (acc->n)
-            memcpy(nv, acc->v, acc->n * sizeof(*acc->v));
-        acc->v = nv;
-        acc->cap = cap;
-    }
     /* copies: the registry's strings are only safe under its lock */
-    Inference__SystemSharedMemoryStatusResponse__RegionStatus *rs = s_alloc(&acc->sc, sizeof(*rs));
+    Inference__SystemSharedMemoryStatusResponse__RegionStatus *rs = zalloc(&acc->a, sizeof(*rs));
     inference__system_shared_memory_status_response__region_status__init(rs);
-    rs->name = s_str(&acc->sc, info->name, strlen(info->name));
-    rs->key = s_str(&acc->sc, info->key, strlen(info->key));
+    rs->name = nr_arena_strndup(&acc->a, info->name, strlen(info->name));
+    rs->key = nr_arena_strndup(&acc->a, info->key, strlen(info->key));
     rs->offset = info->offset;
     rs->byte_size = info->byte_size;
-    Inference__SystemSharedMemoryStatusResponse__RegionsEntry *e = s_alloc(&acc->sc, sizeof(*e));
+    Inference__SystemSharedMemoryStatusResponse__RegionsEntry *e = zalloc(&acc->a, sizeof(*e));
     inference__system_shared_memory_status_response__regions_entry__init(e);
     e->key = rs->name;
     e->value = rs;
-    acc->v[acc->n++] = e;
+    PUSH(acc, e);
 }
 
 static nr_status_t *shm_status(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
 {
     const Inference__SystemSharedMemoryStatusRequest *q = (const void *)req;
     size_t nl = strlen(q->name);
-    shm_acc_t acc = {{nr_arena_init(4096)}, NULL, 0, 0};
+    shm_acc_t acc = {nr_arena_init(4096), NULL, 0, 0};
     nr_status_t *st = nr_shm_visit(nr_server_shm(s->core), nl ? q->name : NULL, nl, add_region,
                                    &acc);
     if (st == NULL) {
@@ -390,7 +372,7 @@ static nr_status_t *shm_status(nr_grpc_server_t *s, const ProtobufCMessage *req,
         r.regions = acc.v;
         nr_grpc_pack(&r.base, out);
     }
-    nr_arena_free(&acc.sc.a);
+    nr_arena_free(&acc.a);
     return st;
 }
 

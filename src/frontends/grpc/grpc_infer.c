@@ -319,16 +319,6 @@ static nr_status_t *parse_outputs(nr_grpc_infer_t *inf)
     return NULL;
 }
 
-static void *msg_alloc(void *data, size_t size)
-{
-    return nr_arena_alloc(data, size ? size : 1);
-}
-
-static void msg_free(void *data, void *p)
-{
-    (void)data, (void)p; /* the arena goes with the request */
-}
-
 static void done(nr_req_t *req, void *arg)
 {
     nr_grpc_infer_t *inf = arg;
@@ -342,7 +332,7 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     nr_grpc_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->arena = nr_arena_init(ARENA_CHUNK);
     *out = inf;
-    ProtobufCAllocator al = {msg_alloc, msg_free, &inf->arena};
+    ProtobufCAllocator al = nr_grpc_arena_allocator(&inf->arena); /* goes with the request */
     inf->msg = inference__model_infer_request__unpack(&al, len, data);
     if (inf->msg == NULL)
         return nr_status_new(NR_INVALID_ARG, "failed to parse the ModelInferRequest message");
@@ -382,13 +372,36 @@ void nr_grpc_infer_free(nr_grpc_infer_t *inf)
 
 /* ---- response ---------------------------------------------------------------------- */
 
-/* raw_output_contents entries: tag (field 6, length-delimited) and length. */
-static void put_raw_tag(nr_buf_t *b, size_t len)
+/* The tag of a length-delimited field (numbers below 16: one byte) and its length. */
+static void put_len_prefix(nr_buf_t *b, unsigned field, size_t len)
 {
     uint8_t tmp[1 + NR_VARINT_MAX];
-    tmp[0] = (6 << 3) | 2;
+    tmp[0] = (uint8_t)(field << 3 | 2);
     size_t n = 1 + nr_varint_put(tmp + 1, len);
     nr_buf_append(b, tmp, n);
+}
+
+#define RAW_OUTPUT_FIELD 6    /* ModelInferResponse.raw_output_contents */
+#define STREAM_INFER_FIELD 2  /* ModelStreamInferResponse.infer_response */
+
+/* triton_final_response = true in r's parameters, as Triton marks every
+ * response of a non-decoupled model on a stream; f must outlive r. */
+typedef struct {
+    Inference__ModelInferResponse__ParametersEntry e, *ep;
+    Inference__InferParameter v;
+} final_param_t;
+
+static void set_final_response(Inference__ModelInferResponse *r, final_param_t *f)
+{
+    inference__infer_parameter__init(&f->v);
+    f->v.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+    f->v.bool_param = 1;
+    inference__model_infer_response__parameters_entry__init(&f->e);
+    f->e.key = "triton_final_response";
+    f->e.value = &f->v;
+    f->ep = &f->e;
+    r->n_parameters = 1;
+    r->parameters = &f->ep;
 }
 
 static void drop_hold(void *hold)
@@ -411,18 +424,9 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     r.model_version = (char *)m->version_str;
     if (req->id != NULL)
         r.id = req->id;
-    Inference__ModelInferResponse__ParametersEntry fe =
-        INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
-    Inference__ModelInferResponse__ParametersEntry *fep = &fe;
-    Inference__InferParameter ft = INFERENCE__INFER_PARAMETER__INIT;
-    if (stream) { /* every response of a non-decoupled model is its last */
-        ft.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-        ft.bool_param = 1;
-        fe.key = "triton_final_response";
-        fe.value = &ft;
-        r.n_parameters = 1;
-        r.parameters = &fep;
-    }
+    final_param_t final;
+    if (stream)
+        set_final_response(&r, &final);
     Inference__ModelInferResponse__InferOutputTensor *ot = nr_calloc(n ? n : 1, sizeof(*ot));
     Inference__ModelInferResponse__InferOutputTensor **op = nr_calloc(n ? n : 1, sizeof(*op));
     size_t data_bytes = 0, raw_bytes = 0;
@@ -445,12 +449,8 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     nr_buf_init(&b);
     bool copy = data_bytes <= REPLY_COPY_MAX; /* else: slices where a hold keeps the data */
     nr_buf_reserve(&b, 16 + hdr + (copy ? raw_bytes : 16 * n));
-    if (stream) { /* ModelStreamInferResponse.infer_response (field 2) around it */
-        uint8_t tmp[1 + NR_VARINT_MAX];
-        tmp[0] = (2 << 3) | 2;
-        size_t k = 1 + nr_varint_put(tmp + 1, hdr + raw_bytes);
-        nr_buf_append(&b, tmp, k);
-    }
+    if (stream) /* a ModelStreamInferResponse around it */
+        put_len_prefix(&b, STREAM_INFER_FIELD, hdr + raw_bytes);
     protobuf_c_message_pack(&r.base, (uint8_t *)b.data + b.len);
     b.len += hdr;
     free(op);
@@ -458,7 +458,7 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     if (copy) {
         for (size_t i = 0; i < n; i++) {
             size_t len = outs[i].in_shm ? 0 : outs[i].t->size;
-            put_raw_tag(&b, len);
+            put_len_prefix(&b, RAW_OUTPUT_FIELD, len);
             if (len)
                 nr_buf_append(&b, outs[i].t->data, len);
         }
@@ -472,7 +472,7 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     for (size_t i = 0; i < n; i++) {
         const nr_tensor_t *t = outs[i].t;
         size_t len = outs[i].in_shm ? 0 : t->size;
-        put_raw_tag(&b, len);
+        put_len_prefix(&b, RAW_OUTPUT_FIELD, len);
         if (len == 0)
             continue;
         if (t->hold == NULL) { /* request-owned (classification): copied */
@@ -499,21 +499,13 @@ grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued,
 {
     const Inference__ModelInferRequest *msg = inf ? inf->msg : NULL;
     Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-    Inference__ModelInferResponse__ParametersEntry e =
-        INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
-    Inference__ModelInferResponse__ParametersEntry *ep = &e;
-    Inference__InferParameter t = INFERENCE__INFER_PARAMETER__INIT;
+    final_param_t final;
     if (msg != NULL) {
         r.id = msg->id;
         if (issued) { /* as the request named them */
             r.model_name = msg->model_name;
             r.model_version = msg->model_version;
-            t.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-            t.bool_param = 1;
-            e.key = "triton_final_response";
-            e.value = &t;
-            r.n_parameters = 1;
-            r.parameters = &ep;
+            set_final_response(&r, &final);
         }
     }
     Inference__ModelStreamInferResponse sr = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;

@@ -13,9 +13,10 @@
  * What is not gRPC (parameters, shared memory, classification, metadata and
  * statistics as data, errors) is the core's, shared with HTTP.
  *
- * Threads: a few threads wait on one completion queue; every event's tag is
- * an nr_grpc_tag_t whose fn runs on the thread that took it. A ModelInfer
- * reply may also start from an instance thread (the request's done).
+ * Threads: each thread waits on its own completion queue, and a call stays on
+ * the queue it arrived on; every event's tag is an nr_grpc_tag_t whose fn runs
+ * on that thread. A reply may also start from an instance thread (the
+ * request's done).
  */
 #ifndef NR_GRPC_INT_H
 #define NR_GRPC_INT_H

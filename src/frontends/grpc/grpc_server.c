@@ -1,10 +1,10 @@
 /* grpc_server.c - the gRPC frontend's server (grpc_server.h): gRPC's C core
- * with one completion queue and a few threads waiting on it, every method of
- * the table registered so that its request arrives with the call, a few
- * calls of each method always requested in advance (ModelInfer: the
- * allocation pool size), and unary calls answered with one batch (initial
- * metadata, message, status, close). Unknown methods are answered
- * UNIMPLEMENTED.
+ * with one completion queue per thread (one thread by default), every method
+ * of the table registered so that its request arrives with the call, a few
+ * calls of each method always requested in advance on every queue
+ * (ModelInfer: the allocation pool size), and unary calls answered with one
+ * batch (initial metadata, message, status, close). Unknown methods are
+ * answered UNIMPLEMENTED.
  *
  * Channel arguments follow Triton's: messages up to INT32_MAX bytes both
  * ways, its keepalive and HTTP/2 ping settings, SO_REUSEPORT only when asked,
@@ -16,6 +16,7 @@
 
 #include "../../common/alloc.h"
 #include "../../common/log.h"
+#include "../../common/net.h"
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc_security.h>
@@ -471,8 +472,7 @@ nr_status_t *nr_grpc_start(const nr_grpc_options_t *opts, nr_server_t *core,
     grpc_server_credentials_release(creds);
     free(addr);
     if (s->port <= 0) {
-        st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ", s->opts.address,
-                           s->opts.port);
+        st = nr_net_in_use(s->opts.address, s->opts.port);
         grpc_server_destroy(s->server);
         shutdown_queues(s);
         grpc_shutdown();

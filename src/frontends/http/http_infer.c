@@ -220,11 +220,6 @@ static void bytes_fill(const nr_jv_t *v, char **p)
     *p += 4 + v->n;
 }
 
-static char *keep_buf(nr_http_infer_t *inf, char *buf)
-{
-    return nr_infer_keep(&inf->base, buf);
-}
-
 /* Converts `data` of one input. json_len bounds the element count: every
  * element takes at least one byte of JSON text. */
 static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const char *name,
@@ -253,7 +248,7 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
         nr_status_t *st = bytes_size(d, &bytes);
         if (st != NULL)
             return st;
-        char *buf = keep_buf(inf, nr_malloc(bytes ? bytes : 1));
+        char *buf = nr_infer_keep(&inf->base, nr_malloc(bytes ? bytes : 1));
         char *p = buf;
         bytes_fill(d, &p);
         *data = buf;
@@ -263,7 +258,7 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
     size_t es = nr_dtype_size(dt);
     if (count > json_len || es == 0)
         return bad("data", T_SHAPE);
-    fill_t f = {dt, keep_buf(inf, nr_malloc(count * es)), 0, count};
+    fill_t f = {dt, nr_infer_keep(&inf->base, nr_malloc(count * es)), 0, count};
     nr_status_t *st = fill(&f, d);
     if (st == NULL && f.n != count)
         st = bad("data", T_SHAPE);
@@ -502,7 +497,7 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
         /* one element: the body, behind its 4-byte length */
         if (inf->body_len > UINT32_MAX)
             return nr_req_error(req, NR_INVALID_ARG, "raw BYTES input larger than 4 GiB");
-        char *buf = keep_buf(inf, nr_malloc(inf->body_len + 4));
+        char *buf = nr_infer_keep(&inf->base, nr_malloc(inf->body_len + 4));
         uint32_t l = (uint32_t)inf->body_len;
         memcpy(buf, &l, 4);
         if (inf->body_len)

@@ -23,19 +23,15 @@
 #include "http_int.h"
 
 #include "../../common/alloc.h"
-#include "../../common/log.h"
 #include "../../common/net.h"
+#include "../mhd/mhd.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 typedef void (*handler_fn)(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
@@ -582,17 +578,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-static void on_mhd_log(void *cls, const char *fm, va_list ap)
-{
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fm, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        msg[--n] = '\0';
-    /* connection-level trouble (resets, bad requests) is per request: verbose only */
-    NR_LOG_VERBOSE(1, "HTTP: %s", msg);
-}
-
 /* ---- lifecycle ------------------------------------------------------------------ */
 
 void nr_http_server_free(nr_http_server_t *s)
@@ -646,18 +631,15 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        MHD_OPTION_EXTERNAL_LOGGER, nr_mhd_log, (void *)"HTTP", MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(32 * 1024), MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ",
-                                        s->opts.address, opts->port);
+    nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, opts->port, &s->port);
+    if (st != NULL) {
         nr_http_server_free(s);
         return st;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : opts->port;
     *out = s;
     return NULL;
 }
@@ -669,19 +651,15 @@ int nr_http_port(const nr_http_server_t *srv)
 
 void nr_http_quiesce(nr_http_server_t *srv)
 {
-    if (srv == NULL || atomic_exchange(&srv->quiesced, true))
-        return;
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    if (srv != NULL)
+        nr_mhd_quiesce(srv->daemon, &srv->quiesced);
 }
 
 void nr_http_stop(nr_http_server_t *srv)
 {
     if (srv == NULL)
         return;
-    if (!atomic_load(&srv->quiesced))
-        nr_http_quiesce(srv);
+    nr_http_quiesce(srv);
     MHD_stop_daemon(srv->daemon);
     nr_http_server_free(srv);
 }

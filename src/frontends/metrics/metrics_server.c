@@ -10,16 +10,14 @@
 #include "metrics_int.h"
 
 #include "../../common/alloc.h"
-#include "../../common/log.h"
 #include "../../common/net.h"
 #include "../../core/kserve.h"
+#include "../mhd/mhd.h"
 
 #include <microhttpd.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct nr_metrics_server_s {
     nr_server_t *core;
@@ -96,16 +94,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     return reply(c, MHD_HTTP_OK, body, len, ctype_text);
 }
 
-static void on_mhd_log(void *cls, const char *fm, va_list ap)
-{
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fm, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        msg[--n] = '\0';
-    NR_LOG_VERBOSE(1, "metrics HTTP: %s", msg);
-}
-
 /* With summaries: every READY version records its requests from now on. */
 static void enable_observations(nr_model_t *m, const char *model_name, void *arg)
 {
@@ -150,16 +138,13 @@ nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_access, s,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                                 MHD_OPTION_EXTERNAL_LOGGER, nr_mhd_log, (void *)"metrics HTTP",
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ",
-                                        s->opts.address, o->port);
+    nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, o->port, &s->port);
+    if (st != NULL) {
         server_free(s);
         return st;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : o->port;
     *out = s;
     return NULL;
 }
@@ -171,11 +156,8 @@ int nr_metrics_port(const nr_metrics_server_t *s)
 
 void nr_metrics_quiesce(nr_metrics_server_t *s)
 {
-    if (s == NULL || atomic_exchange(&s->quiesced, true))
-        return;
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    if (s != NULL)
+        nr_mhd_quiesce(s->daemon, &s->quiesced);
 }
 
 void nr_metrics_stop(nr_metrics_server_t *s)
