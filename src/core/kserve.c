@@ -2,6 +2,7 @@
 #include "kserve.h"
 
 #include "../common/alloc.h"
+#include "../common/json.h"
 #include "../common/log.h"
 
 #include <errno.h>
@@ -217,34 +218,70 @@ nr_status_t *nr_kserve_cuda_register(const char *region, size_t len)
 
 /* ---- logging -------------------------------------------------------------------- */
 
-nr_status_t *nr_kserve_log_set(const nr_param_t *p)
+/* A setting of the wrong type: gRPC's "expect <what> for '<key>'", HTTP's
+ * TritonJson accessor text (Triton's HTTP frontend reports it as INTERNAL). */
+static nr_status_t *wrong_type(nr_proto_t proto, const char *key, const char *what,
+                               const char *json_text)
 {
-    if (nr_param_is(p, "log_file"))
+    if (proto == NR_PROTO_GRPC)
+        return nr_status_new(NR_INVALID_ARG, "expect %s for '%s'", what, key);
+    return nr_status_new(NR_INTERNAL, "%s", json_text);
+}
+
+static bool text_is(const nr_param_t *p, const char *s)
+{
+    return p->v.s.n == strlen(s) && memcmp(p->v.s.p, s, p->v.s.n) == 0;
+}
+
+/* One setting of an update (see nr_kserve_log_update). */
+static nr_status_t *log_apply(nr_proto_t proto, const char *key, const nr_param_t *p)
+{
+    if (!strcmp(key, "log_file"))
         return nr_status_new(NR_UNSUPPORTED,
                              "log file location can not be updated through network protocol");
-    _Atomic bool *flag = nr_param_is(p, "log_info")      ? &nr_log_settings.info
-                         : nr_param_is(p, "log_warning") ? &nr_log_settings.warn
-                         : nr_param_is(p, "log_error")   ? &nr_log_settings.error
-                                                      : NULL;
+    _Atomic bool *flag = !strcmp(key, "log_info")      ? &nr_log_settings.info
+                         : !strcmp(key, "log_warning") ? &nr_log_settings.warn
+                         : !strcmp(key, "log_error")   ? &nr_log_settings.error
+                                                       : NULL;
     if (flag != NULL) {
         if (p->type != NR_PARAM_BOOL)
-            return nr_status_new(NR_INVALID_ARG, "expect boolean for '%.*s'", (int)p->key_len,
-                                 p->key);
+            return wrong_type(proto, key, "boolean", NR_TJ_BOOL);
         *flag = p->v.b;
-    } else if (nr_param_is(p, "log_verbose_level")) {
-        bool ok = (p->type == NR_PARAM_UINT64 && p->v.u <= INT32_MAX) ||
-                  (p->type == NR_PARAM_INT64 && p->v.i >= 0 && p->v.i <= INT32_MAX);
+    } else if (!strcmp(key, "log_verbose_level")) {
+        /* gRPC: a uint32_param; HTTP: any unsigned JSON integer (Triton casts
+         * it to int32; nereid keeps the largest int32 instead) */
+        bool ok = p->type == NR_PARAM_UINT64 || (p->type == NR_PARAM_INT64 && p->v.i >= 0);
         if (!ok)
-            return nr_status_new(NR_INVALID_ARG, "expect int32 for 'log_verbose_level'");
-        nr_log_settings.verbose = (int)(p->type == NR_PARAM_UINT64 ? (int64_t)p->v.u : p->v.i);
-    } else if (nr_param_is(p, "log_format")) {
+            return wrong_type(proto, key, "int32", NR_TJ_UINT);
+        uint64_t v = p->type == NR_PARAM_UINT64 ? p->v.u : (uint64_t)p->v.i;
+        nr_log_settings.verbose = v > INT32_MAX ? INT32_MAX : (int)v;
+    } else if (!strcmp(key, "log_format")) {
         if (p->type != NR_PARAM_STRING)
-            return nr_status_new(NR_INVALID_ARG, "expect string for 'log_format'");
-        bool iso = p->v.s.n == 7 && memcmp(p->v.s.p, "ISO8601", 7) == 0;
-        if (!iso && !(p->v.s.n == 7 && memcmp(p->v.s.p, "default", 7) == 0))
-            return nr_status_new(NR_INVALID_ARG, "invalid argument for log_format, got: %.*s",
-                                 (int)p->v.s.n, p->v.s.p);
+            return wrong_type(proto, key, "string", NR_TJ_STRING);
+        bool iso = text_is(p, "ISO8601");
+        if (!iso && !text_is(p, "default"))
+            return proto == NR_PROTO_GRPC
+                       ? nr_status_new(NR_INVALID_ARG, "invalid argument for log_format, got: %.*s",
+                                       (int)p->v.s.n, p->v.s.p)
+                       : nr_status_new(NR_UNAVAILABLE,
+                                       "invalid argument for --log_format, got: %.*s",
+                                       (int)p->v.s.n, p->v.s.p);
         nr_log_settings.iso8601 = iso;
+    }
+    return NULL;
+}
+
+nr_status_t *nr_kserve_log_update(nr_proto_t proto, nr_kserve_find_fn find, void *arg)
+{
+    static const char *const keys[] = {"log_file",  "log_info",          "log_warning",
+                                       "log_error", "log_verbose_level", "log_format"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        nr_param_t p = {.type = NR_PARAM_OTHER};
+        if (!find(keys[i], &p, arg))
+            continue;
+        nr_status_t *st = log_apply(proto, keys[i], &p);
+        if (st != NULL)
+            return st;
     }
     return NULL;
 }

@@ -121,11 +121,22 @@ NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);
 
 /* ---- logging (the logging extension) ----------------------------------------------- */
 
-/* Applies one setting: log_info, log_warning, log_error (bool),
- * log_verbose_level (unsigned), log_format ("default" | "ISO8601"); log_file
- * is refused (UNSUPPORTED, as Triton refuses it over the network) and unknown
- * keys are ignored. Errors are Triton's texts ("expect boolean for '<key>'"). */
-NR_MUST_CHECK nr_status_t *nr_kserve_log_set(const nr_param_t *p);
+/* Looks setting `key` up in an update request: false when the request does
+ * not set it (over HTTP a JSON null does not). *out gets its value (key
+ * fields not needed). */
+typedef bool (*nr_kserve_find_fn)(const char *key, nr_param_t *out, void *arg);
+/* Applies an update as Triton does: log_file, log_info, log_warning,
+ * log_error (bool), log_verbose_level (unsigned), log_format ("default" |
+ * "ISO8601") are looked up in that order and each applied before the next is
+ * looked at (an error leaves the earlier ones applied); other keys are
+ * ignored. log_file is refused (UNSUPPORTED "log file location can not be
+ * updated through network protocol"). A wrong type is each protocol's Triton
+ * text: gRPC INVALID_ARG "expect boolean for '<key>'", HTTP the TritonJson
+ * accessor's INTERNAL "attempt to access JSON non-boolean as boolean"; an
+ * unknown format gRPC INVALID_ARG "invalid argument for log_format, got: <f>",
+ * HTTP UNAVAILABLE "invalid argument for --log_format, got: <f>". */
+NR_MUST_CHECK nr_status_t *nr_kserve_log_update(nr_proto_t proto, nr_kserve_find_fn find,
+                                                void *arg);
 typedef void (*nr_kserve_setting_fn)(const nr_param_t *p, void *arg);
 /* The current settings, in Triton's order: log_file (string, "" = the
  * console), log_info, log_warning, log_error, log_verbose_level, log_format. */

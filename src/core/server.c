@@ -26,13 +26,13 @@ struct nr_server_s {
  * schedule_policy (priority/timeout are passed to the core but the frontends
  * cannot promise the policy semantics), cuda_shared_memory (no GPU: its
  * endpoints answer, registering is refused), parameters (custom request
- * parameters are accepted but not forwarded to backends), trace (no tracing:
- * TraceSetting answers with tracing off) and logging (LogSettings is served
- * over gRPC; HTTP has no /v2/logging yet).
+ * parameters are accepted but not forwarded to backends) and trace (no
+ * tracing: gRPC's TraceSetting answers with tracing off, HTTP has no
+ * /v2/trace/setting).
  * perf_analyzer only looks for "statistics". */
 static const char *const extensions[] = {
     "classification", "model_repository", "model_configuration", "system_shared_memory",
-    "binary_tensor_data", "statistics",
+    "binary_tensor_data", "statistics", "logging",
 };
 
 size_t nr_server_extensions(const char *const **out)

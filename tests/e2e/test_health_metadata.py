@@ -5,10 +5,15 @@ spec/triton-answers/http.jsonl), looked up by their `what`. Where nereid departs
 (JSON bodies labelled application/json) the helpers in e2e_util say so.
 """
 
-import pytest
+import json
+import re
 
-from e2e_util import (assert_empty, assert_error, assert_matches_recorded, compact, get, replay,
-                      request)
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from e2e_util import (assert_empty, assert_error, assert_matches_recorded, compact, get, post,
+                      post_json, replay, request)
 from models import DTYPE_MODELS
 
 TRITON_EXTENSIONS = ["classification", "sequence", "model_repository",
@@ -180,3 +185,67 @@ def test_unknown_model_text(main_server):
                  "Request for unknown model: 'broken' has no available versions")
     assert_error(get(main_server.port, "/v2/models/broken/versions/1"), 503,
                  "Request for unknown model: 'broken' version 1 is not at ready state")
+
+
+# ----------------------------------------------------------------------------- logging
+
+def test_logging_get_as_recorded(small_server):
+    assert_matches_recorded(get(small_server.port, "/v2/logging"), "GET logging")
+
+
+def test_logging_update_shared_with_grpc(server_factory, repos):
+    """tritonclient.http updates the settings; the answer is the settings after the update,
+    gRPC's LogSettings reads the same ones, and the log's lines change format."""
+    srv = server_factory([repos["repo_small"]])
+    client = httpclient.InferenceServerClient(srv.url)
+    assert client.get_log_settings() == {
+        "log_file": "", "log_info": True, "log_warning": True, "log_error": True,
+        "log_verbose_level": 0, "log_format": "default"}
+    after = client.update_log_settings({"log_verbose_level": 1, "log_warning": False,
+                                        "log_format": "ISO8601", "custom": 5})
+    assert after == {"log_file": "", "log_info": True, "log_warning": False, "log_error": True,
+                     "log_verbose_level": 1, "log_format": "ISO8601"}
+    if srv.grpc_port is not None:
+        s = grpcclient.InferenceServerClient(srv.grpc_url).get_log_settings().settings
+        assert (s["log_verbose_level"].uint32_param, s["log_warning"].bool_param,
+                s["log_format"].string_param) == (1, False, "ISO8601")
+    # null changes nothing
+    assert client.update_log_settings({"log_verbose_level": None})["log_verbose_level"] == 1
+    # the lines written from now on are in ISO 8601 format
+    assert srv.stop() == 0
+    line = next(x for x in srv.log.splitlines() if "Signal (15) received." in x)
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ I \d+ main\.c:\d+\] ", line), line
+
+
+@pytest.mark.parametrize("body,status,msg", [
+    ({"log_file": "/tmp/x.log"}, 501,
+     "log file location can not be updated through network protocol"),
+    ({"log_info": "yes"}, 500, "attempt to access JSON non-boolean as boolean"),
+    ({"log_verbose_level": -1}, 500,
+     "attempt to access JSON non-unsigned-integer as unsigned-integer"),
+    ({"log_format": 7}, 500, "attempt to access JSON non-string as string"),
+    ({"log_format": "json"}, 503, "invalid argument for --log_format, got: json"),
+])
+def test_logging_update_errors(server_factory, repos, body, status, msg):
+    srv = server_factory([repos["repo_small"]])
+    assert_error(post_json(srv.port, "/v2/logging", body), status, msg)
+    assert get(srv.port, "/v2/health/ready").status == 200
+
+
+def test_logging_update_in_tritons_order(server_factory, repos):
+    """Triton looks the keys up in its own order and applies each before the next: log_info
+    (before log_format) is applied although the format is refused."""
+    srv = server_factory([repos["repo_small"]])
+    r = post(srv.port, "/v2/logging", b'{"log_format":"xml","log_info":false}')
+    assert_error(r, 503, "invalid argument for --log_format, got: xml")
+    assert json.loads(get(srv.port, "/v2/logging").text)["log_info"] is False
+
+
+def test_logging_bad_requests(small_server):
+    assert_error(post(small_server.port, "/v2/logging", b"{"), 400,
+                 "failed to parse the request JSON buffer: Missing a name for object member. "
+                 "at 1")
+    assert_error(request(small_server.port, "PUT", "/v2/logging", b"{}"), 405,
+                 "Method Not Allowed")
+    r = post(small_server.port, "/v2/logging", b"[1,2]")  # not an object: nothing to apply
+    assert r.status == 200 and json.loads(r.text)["log_verbose_level"] == 0

@@ -1,10 +1,12 @@
 /* test_kserve.c - the protocol-neutral server core: the server (readiness,
  * quiesce), KServe semantics as data (versions, statistics and index errors,
- * refused model control and CUDA shared memory) and one inference request
+ * refused model control and CUDA shared memory, log setting updates) and one
+ * inference request
  * (parameters with each protocol's texts, outputs named twice or unknown,
  * reply order, classification, a request error passed on).
  */
 #include "../../src/common/alloc.h"
+#include "../../src/common/log.h"
 #include "../../src/core/infer.h"
 #include "fake_model.h"
 #include "nr_test.h"
@@ -286,6 +288,61 @@ NR_TEST(classification)
     EXPECT_EQ_INT(out.dims[0], 3);
     EXPECT_TRUE(memcmp(buf + 4, "16:0", 4) == 0);
     free(buf);
+}
+
+/* An update request as a list of parameters (the last of a key counts). */
+typedef struct {
+    const nr_param_t *p;
+    size_t n;
+} updates_t;
+
+static bool find_update(const char *key, nr_param_t *out, void *arg)
+{
+    const updates_t *u = arg;
+    bool found = false;
+    for (size_t i = 0; i < u->n; i++)
+        if (nr_param_is(&u->p[i], key)) {
+            *out = u->p[i];
+            found = true;
+        }
+    return found;
+}
+
+static nr_status_t *log_update(nr_proto_t proto, const nr_param_t *p, size_t n)
+{
+    updates_t u = {p, n};
+    return nr_kserve_log_update(proto, find_update, &u);
+}
+
+NR_TEST(log_update_order_and_texts)
+{
+    nr_log_settings_t saved;
+    memcpy(&saved, &nr_log_settings, sizeof(saved));
+    /* Triton's order, not the request's: log_info is applied, then log_format fails */
+    nr_param_t a[] = {p_str("log_format", "xml"), p_bool("log_info", false)};
+    EXPECT_STATUS(log_update(NR_PROTO_GRPC, a, 2), NR_INVALID_ARG,
+                  "invalid argument for log_format, got: xml");
+    EXPECT_TRUE(!nr_log_settings.info);
+    EXPECT_STATUS(log_update(NR_PROTO_HTTP, a, 2), NR_UNAVAILABLE,
+                  "invalid argument for --log_format, got: xml");
+    nr_param_t b[] = {p_str("log_warning", "no")};
+    EXPECT_STATUS(log_update(NR_PROTO_GRPC, b, 1), NR_INVALID_ARG,
+                  "expect boolean for 'log_warning'");
+    EXPECT_STATUS(log_update(NR_PROTO_HTTP, b, 1), NR_INTERNAL,
+                  "attempt to access JSON non-boolean as boolean");
+    nr_param_t c[] = {p_int("log_verbose_level", -3)};
+    EXPECT_STATUS(log_update(NR_PROTO_GRPC, c, 1), NR_INVALID_ARG,
+                  "expect int32 for 'log_verbose_level'");
+    nr_param_t d[] = {p_str("log_file", "/tmp/x"), p_uint("log_verbose_level", 2)};
+    EXPECT_STATUS(log_update(NR_PROTO_HTTP, d, 2), NR_UNSUPPORTED,
+                  "log file location can not be updated through network protocol");
+    EXPECT_EQ_INT(nr_log_settings.verbose, saved.verbose); /* log_file comes first */
+    nr_param_t e[] = {p_uint("log_verbose_level", 1ull << 40), p_str("log_format", "ISO8601"),
+                      p_str("other", "ignored")};
+    EXPECT_OK(log_update(NR_PROTO_HTTP, e, 3));
+    EXPECT_EQ_INT(nr_log_settings.verbose, INT32_MAX);
+    EXPECT_TRUE(nr_log_settings.iso8601);
+    memcpy(&nr_log_settings, &saved, sizeof(saved));
 }
 
 NR_TEST_MAIN()

@@ -505,33 +505,41 @@ static void add_log_setting(const nr_param_t *p, void *arg)
     acc->n++;
 }
 
+/* A setting of a LogSettingsRequest (a map: the last entry of a key counts). */
+static bool find_log_setting(const char *key, nr_param_t *p, void *arg)
+{
+    const Inference__LogSettingsRequest *q = arg;
+    const Inference__LogSettingsRequest__SettingValue *v = NULL;
+    bool found = false;
+    for (size_t i = 0; i < q->n_settings; i++)
+        if (strcmp(q->settings[i]->key, key) == 0) {
+            v = q->settings[i]->value;
+            found = true;
+        }
+    switch (v ? (int)v->parameter_choice_case : 0) {
+    case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM:
+        p->type = NR_PARAM_BOOL;
+        p->v.b = v->bool_param;
+        break;
+    case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM:
+        p->type = NR_PARAM_UINT64;
+        p->v.u = v->uint32_param;
+        break;
+    case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM:
+        p->type = NR_PARAM_STRING;
+        p->v.s.p = v->string_param;
+        p->v.s.n = strlen(v->string_param);
+        break;
+    default: break; /* no value: NR_PARAM_OTHER, refused as the wrong type */
+    }
+    return found;
+}
+
 static nr_status_t *log_settings(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
 {
-    const Inference__LogSettingsRequest *q = (const void *)req;
-    for (size_t i = 0; i < q->n_settings; i++) {
-        const char *k = q->settings[i]->key;
-        const Inference__LogSettingsRequest__SettingValue *v = q->settings[i]->value;
-        nr_param_t p = {.key = k, .key_len = strlen(k), .type = NR_PARAM_OTHER};
-        switch (v ? (int)v->parameter_choice_case : 0) {
-        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_BOOL_PARAM:
-            p.type = NR_PARAM_BOOL;
-            p.v.b = v->bool_param;
-            break;
-        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM:
-            p.type = NR_PARAM_UINT64;
-            p.v.u = v->uint32_param;
-            break;
-        case INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM:
-            p.type = NR_PARAM_STRING;
-            p.v.s.p = v->string_param;
-            p.v.s.n = strlen(v->string_param);
-            break;
-        default: break;
-        }
-        nr_status_t *st = nr_kserve_log_set(&p);
-        if (st != NULL)
-            return st;
-    }
+    nr_status_t *st = nr_kserve_log_update(NR_PROTO_GRPC, find_log_setting, (void *)req);
+    if (st != NULL)
+        return st;
     log_acc_t acc = {.n = 0};
     nr_kserve_log_settings(add_log_setting, &acc);
     Inference__LogSettingsResponse r = INFERENCE__LOG_SETTINGS_RESPONSE__INIT;

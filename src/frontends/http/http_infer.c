@@ -58,22 +58,6 @@ static bool key_is(const nr_jv_member_t *m, const char *k)
     return m->key_len == n && memcmp(m->key, k, n) == 0;
 }
 
-/* A JSON parameter value as the core's protocol-neutral parameter. */
-static nr_param_t json_param(const nr_jv_member_t *m)
-{
-    const nr_jv_t *v = &m->val;
-    nr_param_t p = {.key = m->key, .key_len = m->key_len, .type = NR_PARAM_OTHER};
-    switch (v->type) {
-    case NR_JV_TRUE: case NR_JV_FALSE: p.type = NR_PARAM_BOOL; p.v.b = v->type == NR_JV_TRUE; break;
-    case NR_JV_INT: p.type = NR_PARAM_INT64; p.v.i = v->u.i; break;
-    case NR_JV_UINT: p.type = NR_PARAM_UINT64; p.v.u = (uint64_t)v->u.i; break;
-    case NR_JV_REAL: p.type = NR_PARAM_DOUBLE; p.v.d = v->u.d; break;
-    case NR_JV_STRING: p.type = NR_PARAM_STRING; p.v.s.p = v->u.str; p.v.s.n = v->n; break;
-    default: break;
-    }
-    return p;
-}
-
 /* Request parameters: binary_data_output is HTTP's own (binary framing); the
  * rest are the core's (priority, timeout, sequence_*, triton_*, custom). */
 static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
@@ -92,7 +76,7 @@ static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
             inf->default_binary = m->val.type == NR_JV_TRUE;
             continue;
         }
-        nr_param_t p = json_param(m);
+        nr_param_t p = nr_http_param(m->key, m->key_len, &m->val);
         nr_status_t *st = nr_infer_param(&inf->base, NR_PROTO_HTTP, &p);
         if (st != NULL)
             return st;

@@ -4,7 +4,7 @@
  *                    turning an nr_http_resp_t into bytes on the wire
  *   http_infer.c     POST .../infer: body -> nr_req_t (JSON + binary + raw)
  *   http_encode.c    finished request -> JSON header + binary chunks
- *   http_json.c      metadata, config, stats, repository index, error bodies
+ *   http_json.c      metadata, config, stats, repository index, logging, error bodies
  *   http_shm.c       the shared-memory extension's endpoints
  *   http_compress.c  request inflate and response gzip/deflate (zlib)
  *
@@ -111,6 +111,8 @@ size_t nr_http_body_lead(const char *ihcl);
 
 /* ---- http_json.c -------------------------------------------------------- */
 
+/* A JSON value as the core's protocol-neutral parameter (a view into v). */
+nr_param_t nr_http_param(const char *key, size_t key_len, const nr_jv_t *v);
 /* {"error":"<msg>"} as application/json with the status' HTTP code. Takes st. */
 void nr_http_error(nr_http_resp_t *r, nr_status_t *st);
 void nr_http_error_msg(nr_http_resp_t *r, int status, const char *msg);
@@ -125,6 +127,8 @@ void nr_http_model_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *
 void nr_http_model_stats(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_repo_index(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 void nr_http_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+/* GET /v2/logging: the settings; POST: updates them first (the logging extension). */
+void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* ---- http_compress.c ---------------------------------------------------- */
 

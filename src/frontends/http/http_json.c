@@ -18,6 +18,20 @@
 
 /* ---- generic bodies ----------------------------------------------------- */
 
+nr_param_t nr_http_param(const char *key, size_t key_len, const nr_jv_t *v)
+{
+    nr_param_t p = {.key = key, .key_len = key_len, .type = NR_PARAM_OTHER};
+    switch (v->type) {
+    case NR_JV_TRUE: case NR_JV_FALSE: p.type = NR_PARAM_BOOL; p.v.b = v->type == NR_JV_TRUE; break;
+    case NR_JV_INT: p.type = NR_PARAM_INT64; p.v.i = v->u.i; break;
+    case NR_JV_UINT: p.type = NR_PARAM_UINT64; p.v.u = (uint64_t)v->u.i; break;
+    case NR_JV_REAL: p.type = NR_PARAM_DOUBLE; p.v.d = v->u.d; break;
+    case NR_JV_STRING: p.type = NR_PARAM_STRING; p.v.s.p = v->u.str; p.v.s.n = v->n; break;
+    default: break;
+    }
+    return p;
+}
+
 void nr_http_error_msg(nr_http_resp_t *r, int status, const char *msg)
 {
     nr_buf_reset(&r->body);
@@ -291,4 +305,52 @@ void nr_http_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t 
         return;
     }
     nr_http_error(r, nr_kserve_repo_control(s->core, q->model, q->model_len, q->load));
+}
+
+/* ---- logging ----------------------------------------------------------------- */
+
+/* A member of the update object; null sets nothing, as in Triton. */
+static bool find_json_setting(const char *key, nr_param_t *p, void *arg)
+{
+    const nr_jv_t *v = nr_jv_get(arg, key);
+    if (v == NULL || v->type == NR_JV_NULL)
+        return false;
+    *p = nr_http_param(key, strlen(key), v);
+    return true;
+}
+
+static void put_log_setting(const nr_param_t *p, void *arg)
+{
+    nr_buf_t *b = arg;
+    nr_buf_putc(b, b->len > 1 ? ',' : '{');
+    nr_buf_json_str(b, p->key, p->key_len);
+    nr_buf_putc(b, ':');
+    if (p->type == NR_PARAM_BOOL)
+        nr_buf_puts(b, p->v.b ? "true" : "false");
+    else if (p->type == NR_PARAM_UINT64)
+        nr_buf_u64(b, p->v.u);
+    else
+        nr_buf_json_str(b, p->v.s.p, p->v.s.n);
+}
+
+void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    if (strcmp(q->method, "POST") == 0) {
+        nr_json_doc_t *doc;
+        const nr_jv_t *root;
+        nr_status_t *st = nr_json_parse(q->body, q->body_len, &doc, &root);
+        if (st == NULL) {
+            st = nr_kserve_log_update(NR_PROTO_HTTP, find_json_setting, (void *)root);
+            nr_json_free(doc);
+        }
+        if (st != NULL) {
+            nr_http_error(r, st);
+            return;
+        }
+    }
+    nr_buf_t *b = &r->body;
+    nr_buf_reset(b);
+    nr_kserve_log_settings(put_log_setting, b);
+    nr_buf_putc(b, '}');
+    nr_http_json_ok(r);
 }

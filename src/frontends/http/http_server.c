@@ -18,6 +18,7 @@
  *   GET  /v2/systemsharedmemory[/region/<r>]/status     (http_shm.c; the same
  *   POST /v2/systemsharedmemory/region/<r>/register      under cudasharedmemory)
  *   POST /v2/systemsharedmemory[/region/<r>]/unregister
+ *   GET | POST /v2/logging                      log settings (POST: update them)
  * A known path with the wrong method answers 405, anything else 404.
  */
 #include "http_int.h"
@@ -55,6 +56,7 @@ typedef enum {
     R_CUDA_STATUS,
     R_CUDA_REGISTER,
     R_CUDA_UNREGISTER,
+    R_LOGGING,
 } route_id_t;
 
 static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
@@ -62,12 +64,14 @@ static void h_live(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
-/* The routing table: which method each path pattern takes, who answers it,
- * and whether its body is read (others are drained and dropped). */
+/* The routing table: which method each path pattern takes (`post_too`: POST
+ * as well), who answers it, and whether its body is read (others are
+ * drained and dropped). */
 static const struct {
     const char *method;
     handler_fn fn;
     bool body;
+    bool post_too;
 } routes[] = {
     [R_NONE] = {NULL, NULL, false},
     [R_SERVER_META] = {"GET", h_server_meta, false},
@@ -88,7 +92,14 @@ static const struct {
     [R_CUDA_STATUS] = {"GET", nr_http_cuda_status, false},
     [R_CUDA_REGISTER] = {"POST", nr_http_cuda_register, false},
     [R_CUDA_UNREGISTER] = {"POST", nr_http_cuda_unregister, false},
+    [R_LOGGING] = {"GET", nr_http_logging, true, true},
 };
+
+static bool allowed(route_id_t id, const char *method)
+{
+    return strcmp(method, routes[id].method) == 0 ||
+           (routes[id].post_too && strcmp(method, "POST") == 0);
+}
 
 /* What the path says, besides the route. */
 typedef struct {
@@ -236,6 +247,8 @@ static match_t route(const char *url)
         m.id = R_LIVE;
     else if (strcmp(p, "/v2/health/ready") == 0)
         m.id = R_READY;
+    else if (strcmp(p, "/v2/logging") == 0)
+        m.id = R_LOGGING;
     else if (take(&p, "/v2/models/"))
         route_models(p, &m);
     else if (take(&p, "/v2/repository/"))
@@ -414,8 +427,7 @@ static enum MHD_Result first_call(nr_http_server_t *s, struct MHD_Connection *c,
                                   const char *url, const char *method)
 {
     match_t m = route(url);
-    rq->body_wanted = m.id != R_NONE && strcmp(method, routes[m.id].method) == 0 &&
-                      routes[m.id].body;
+    rq->body_wanted = m.id != R_NONE && allowed(m.id, method) && routes[m.id].body;
     if (rq->body_wanted) { /* only routes with a body read the header */
         rq->ihcl = header(c, "Inference-Header-Content-Length");
         rq->lead = nr_http_body_lead(rq->ihcl);
@@ -496,7 +508,7 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
         nr_http_error_msg(r, 404, "Not Found");
         return;
     }
-    if (strcmp(method, routes[m.id].method) != 0) {
+    if (!allowed(m.id, method)) {
         nr_http_error_msg(r, 405, "Method Not Allowed");
         return;
     }
