@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
     if (size == 0)
         return 0;
-    fuzz_reset_shm(srv.core, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
+    fuzz_reset(srv.core, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
     const nr_grpc_method_t *m = &nr_grpc_methods[data[0] % nr_grpc_n_methods];
     data++, size--;
     unsigned sum = 0;

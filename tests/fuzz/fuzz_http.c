@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (srv == NULL)
         setup();
-    fuzz_reset_shm(core, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
+    fuzz_reset(core, FUZZ_SHM_KEY, FUZZ_SHM_SIZE);
     const uint8_t *p = data, *end = data + size;
     char first[1024];
     if (!line(&p, end, first, sizeof(first)))

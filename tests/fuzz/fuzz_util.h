@@ -95,9 +95,15 @@ static inline nr_server_t *fuzz_example_server(char *dir, const char *shm_key, s
     return nr_server_new(&so, repo);
 }
 
-/* The registry as every input finds it: region "fz" over the whole object. */
-static inline void fuzz_reset_shm(nr_server_t *core, const char *shm_key, size_t shm_size)
+/* The state every input finds: the registry with region "fz" over the whole
+ * object, and the quiet log settings of the setup (an input may change them
+ * through the logging extension). */
+static inline void fuzz_reset(nr_server_t *core, const char *shm_key, size_t shm_size)
 {
+    nr_log_settings.info = nr_log_settings.warn = false;
+    nr_log_settings.error = true;
+    nr_log_settings.verbose = 0;
+    nr_log_settings.iso8601 = false;
     nr_shm_unregister(nr_server_shm(core), NULL, 0);
     nr_status_t *st = nr_shm_register(nr_server_shm(core), "fz", 2, shm_key, strlen(shm_key), 0,
                                       shm_size);

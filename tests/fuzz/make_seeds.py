@@ -134,6 +134,12 @@ GRPC_METHODS = ["ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "Mo
                 "LogSettings", "Check"]
 
 
+def logging_requests():
+    """The logging extension's update (fuzz_http.c restores the settings before every input)."""
+    put("http", b'POST /v2/logging\n\n{"log_info":false,"log_verbose_level":0,'
+                b'"log_format":"default"}')
+
+
 def grpc_requests():
     """The gRPC calls recorded against Triton 2.51 (tests/e2e/data/triton_grpc.jsonl), each also
     as a stream request, plus shared-memory uses of the region "fz" fuzz_grpc.c registers."""
@@ -183,5 +189,6 @@ if __name__ == "__main__":
     unit_configs()
     requests()
     shm_requests()
+    logging_requests()
     for d in sorted(OUT.iterdir()):
         print(d.name, len(list(d.iterdir())))
