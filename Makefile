@@ -140,7 +140,7 @@ TSAN_ENV = TSAN_OPTIONS=suppressions=$(SAN_DIR)/tsan.supp:log_path=$(CURDIR)/bui
 # perf_analyzer tests accept any measurement as stable) and the concurrent-load
 # tests, dynamic batching included, under TSan.
 ASAN_E2E_CI ?= tests/e2e
-TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
+TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
                tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py \
                tests/e2e/test_grpc.py \
                tests/e2e/test_metrics.py

@@ -69,8 +69,8 @@ def parse_wrk(out):
     return rps, p50, p99
 
 
-def wrk(port, path, lua, conns, seconds):
-    threads = 1 if conns <= 2 else 2
+def wrk(port, path, lua, conns, seconds, threads=None):
+    threads = threads or (1 if conns <= 2 else 2)
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency",
                           "-s", lua, f"http://127.0.0.1:{port}{path}"],
                          capture_output=True, text=True, check=True).stdout

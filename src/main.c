@@ -5,6 +5,7 @@
 #include "common/alloc.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "config/model_config.h"
 #include "core/repository.h"
 #include "core/server.h"
@@ -33,6 +34,9 @@ typedef struct {
     int http_port;
     int http_threads;
     uint64_t http_max_input;
+    int http_max_conns;        /* -1: as many as the fd limit allows */
+    int http_idle_timeout, http_request_timeout;
+    uint64_t http_body_memory; /* 0: a quarter of the machine's memory */
     bool autocomplete, exit_on_error, strict_readiness, allow_http, allow_grpc, inline_execution;
     nr_grpc_options_t grpc;
     bool allow_metrics, allow_gpu_metrics;
@@ -53,6 +57,14 @@ static const char usage_text[] =
     "  --http-address=<addr>            HTTP bind address (default 0.0.0.0)\n"
     "  --http-thread-count=<int>        HTTP threads (default 8)\n"
     "  --http-max-input-size=<int>      Largest request body in bytes (default 67108864)\n"
+    "  --http-max-connections=<int>     Open HTTP connections; more get 503 (default: what\n"
+    "                                   the fd limit allows, at most 65536; 0: no limit)\n"
+    "  --http-idle-timeout-secs=<int>   Close connections silent this long (default 300; 0: never)\n"
+    "  --http-request-timeout-secs=<int>\n"
+    "                                   Close a connection whose request body is not all in\n"
+    "                                   this long after its header (default 300; 0: never)\n"
+    "  --http-body-memory-limit=<int>   Request body bytes held at once; past it 503 (default:\n"
+    "                                   a quarter of the machine's memory)\n"
     "  --allow-http=<bool>              Serve HTTP (default true)\n"
     "  --grpc-port=<int>                gRPC port (default 8001)\n"
     "  --grpc-address=<addr>            gRPC bind address (default 0.0.0.0)\n"
@@ -138,7 +150,9 @@ static void bad_value(const char *flag, const char *v)
 
 static const char *const known_flags[] = {
     "model-repository", "model-store", "http-port", "http-address", "http-thread-count",
-    "http-max-input-size", "allow-http", "disable-auto-complete-config", "strict-model-config",
+    "http-max-input-size", "http-max-connections", "http-idle-timeout-secs",
+    "http-request-timeout-secs", "http-body-memory-limit", "allow-http",
+    "disable-auto-complete-config", "strict-model-config",
     "model-config-name", "exit-on-error", "strict-readiness", "exit-timeout-secs",
     "model-control-mode", "id", "log-verbose", "log-info", "log-warning", "log-error",
     "log-format", "log-file", "allow-grpc", "allow-metrics", "allow-gpu-metrics",
@@ -211,6 +225,10 @@ static void set_option(opts_t *o, const char *name, const char *v)
         {"http-port", OPT_INT, &o->http_port, 0, 65535, false},
         {"http-thread-count", OPT_INT, &o->http_threads, 1, 1024, false},
         {"http-max-input-size", OPT_INT, &o->http_max_input, 1, 1ll << 40, true},
+        {"http-max-connections", OPT_INT, &o->http_max_conns, 0, 1 << 24, false},
+        {"http-idle-timeout-secs", OPT_INT, &o->http_idle_timeout, 0, 1 << 30, false},
+        {"http-request-timeout-secs", OPT_INT, &o->http_request_timeout, 0, 1 << 30, false},
+        {"http-body-memory-limit", OPT_INT, &o->http_body_memory, 1, 1ll << 50, true},
         {"exit-timeout-secs", OPT_INT, &o->exit_timeout_secs, 0, 1 << 30, false},
         {"log-verbose", OPT_INT, &o->log_verbose, 0, 1 << 20, false},
         {"exit-on-error", OPT_BOOL, &o->exit_on_error, 0, 0, false},
@@ -438,6 +456,10 @@ static bool start_frontends(opts_t *o, nr_server_t *core, frontends_t *fe)
             .port = o->http_port,
             .thread_count = o->http_threads,
             .max_input_size = o->http_max_input,
+            .max_connections = o->http_max_conns,
+            .idle_timeout_secs = o->http_idle_timeout,
+            .request_timeout_secs = o->http_request_timeout,
+            .body_memory_limit = o->http_body_memory,
         };
         if ((st = nr_http_start(&ho, core, &fe->http)) != NULL) {
             NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
@@ -460,6 +482,31 @@ static bool start_frontends(opts_t *o, nr_server_t *core, frontends_t *fe)
     return true;
 }
 
+/* fds kept for what is not an HTTP connection: models, gRPC, metrics, logs */
+#define FD_RESERVE 1024
+
+/* The HTTP limits the machine allows: the fd limit raised to its hard cap
+ * (each connection is an fd) and the connections below it; request bodies a
+ * quarter of the memory. */
+static void http_limits(opts_t *o)
+{
+    long fds = nr_net_raise_fd_limit();
+    long room = fds > 2 * FD_RESERVE ? fds - FD_RESERVE : fds / 2;
+    if (o->http_max_conns < 0)
+        o->http_max_conns = (int)(room < 65536 ? room : 65536);
+    else if (o->http_max_conns == 0 || o->http_max_conns > room)
+        NR_LOG_WARN("--http-max-connections=%d: the open-file limit (%ld) allows about %ld; "
+                       "connections past it are closed without an answer",
+                       o->http_max_conns, fds, room);
+    if (o->http_body_memory == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        o->http_body_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4
+                                                    : (uint64_t)1 << 30;
+    }
+    NR_LOG_VERBOSE(1, "HTTP limits: %d connections (open-file limit %ld), %llu body bytes",
+                   o->http_max_conns, fds, (unsigned long long)o->http_body_memory);
+}
+
 static void stop_frontends(frontends_t *fe)
 {
     nr_grpc_stop(fe->grpc);
@@ -474,6 +521,9 @@ int main(int argc, char **argv)
         .http_port = 8000,
         .http_threads = 8,
         .http_max_input = NR_DEFAULT_HTTP_MAX_INPUT,
+        .http_max_conns = -1,
+        .http_idle_timeout = 300,
+        .http_request_timeout = 300,
         .autocomplete = true,
         .exit_on_error = true,
         .strict_readiness = true,
@@ -505,6 +555,7 @@ int main(int argc, char **argv)
         }
         nr_log_settings.fd = fd;
     }
+    http_limits(&o);
     if (strcmp(o.control_mode, "none") != 0) {
         fprintf(stderr, "error: creating server: Unsupported - --model-control-mode=%s is not "
                         "implemented yet; only 'none' is\n",

@@ -2,10 +2,12 @@
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 
 bool nr_net_resolve(const char *addr, int port, struct sockaddr_storage *ss, bool *v6)
 {
@@ -42,4 +44,18 @@ bool nr_net_resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
 nr_status_t *nr_net_in_use(const char *addr, int port)
 {
     return nr_status_new(NR_UNAVAILABLE, "Socket '%s:%d' already in use ", addr, port);
+}
+
+long nr_net_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > LONG_MAX ? LONG_MAX : (long)rl.rlim_cur;
 }

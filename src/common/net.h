@@ -18,4 +18,8 @@ bool nr_net_resolve(const char *addr, int port, struct sockaddr_storage *ss, boo
  * UNAVAILABLE "Socket '<addr>:<port>' already in use ". */
 NR_MUST_CHECK nr_status_t *nr_net_in_use(const char *addr, int port);
 
+/* Raises the process's open-file limit to its hard cap (each connection is
+ * an fd) and returns the limit now in force. */
+long nr_net_raise_fd_limit(void);
+
 #endif

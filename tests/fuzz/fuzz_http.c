@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     nr_http_resp_t r;
     nr_http_resp_init(&r);
-    nr_http_handle(srv, method, url, &h, &body, 0, len, &r);
+    nr_http_handle(srv, method, url, &h, &body, 0, len, NULL, &r);
     free(body);
     /* read every byte the response would send */
     unsigned sum = (unsigned)r.status;

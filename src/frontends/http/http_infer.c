@@ -566,12 +566,16 @@ void nr_http_infer_free(nr_http_infer_t *inf)
     free(inf);
 }
 
-/* ---- submit and wait ------------------------------------------------------ */
+/* ---- submit, then answer when done ---------------------------------------- */
 
 static void on_done(nr_req_t *req, void *arg)
 {
     nr_http_infer_t *inf = arg;
     (void)req;
+    if (inf->async != NULL) {
+        inf->async->wake(inf->async);
+        return;
+    }
     pthread_mutex_lock(&inf->mu);
     inf->finished = true;
     pthread_cond_signal(&inf->cv);
@@ -581,6 +585,42 @@ static void on_done(nr_req_t *req, void *arg)
 static void free_cb(void *arg)
 {
     nr_http_infer_free(arg);
+}
+
+/* The request is done: its reply, compressed as the client accepts. Takes inf. */
+static void finish(void *arg, nr_http_resp_t *r)
+{
+    nr_http_infer_t *inf = arg;
+    nr_status_t *st = nr_http_infer_encode(inf, r);
+    if (st != NULL) {
+        nr_http_infer_free(inf);
+        nr_http_error(r, st);
+        return;
+    }
+    r->free_fn = free_cb;
+    r->free_arg = inf;
+    nr_http_enc_t out_enc = nr_http_response_encoding(inf->accept_encoding);
+    if (out_enc == NR_ENC_IDENTITY)
+        return;
+    nr_buf_t z;
+    nr_buf_init(&z);
+    st = nr_http_deflate(out_enc, r->iov, r->n_iov, &z);
+    if (st != NULL) {
+        /* send it uncompressed rather than fail the inference */
+        NR_LOG_VERBOSE(1, "response compression failed: %s", nr_status_msg(st));
+        nr_status_free(st);
+        nr_buf_free(&z);
+        return;
+    }
+    free(r->iov);
+    r->iov = NULL;
+    r->n_iov = 0;
+    r->free_fn = NULL;
+    r->free_arg = NULL;
+    nr_http_infer_free(inf);
+    nr_buf_free(&r->body);
+    r->body = z;
+    r->content_encoding = out_enc == NR_ENC_GZIP ? "gzip" : "deflate";
 }
 
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
@@ -620,51 +660,33 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     }
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->body_mem = mem;
+    inf->accept_encoding = q->accept_encoding;
+    inf->async = q->async;
     st = nr_http_infer_parse(inf, s->core, m, body, len, q->infer_header_len);
-    if (st == NULL) {
+    if (st == NULL && inf->async == NULL) {
         pthread_mutex_init(&inf->mu, NULL);
         pthread_cond_init(&inf->cv, NULL);
         inf->sync_init = true;
+    }
+    if (st == NULL) {
+        if (inf->async != NULL) { /* done() may run before this returns */
+            r->finish = finish;
+            r->finish_arg = inf;
+        }
         st = nr_infer_submit(&inf->base, on_done, inf);
     }
     if (st != NULL) {
+        r->finish = NULL;
+        r->finish_arg = NULL;
         nr_http_infer_free(inf);
         nr_http_error(r, st);
         return;
     }
+    if (inf->async != NULL)
+        return;
     pthread_mutex_lock(&inf->mu);
     while (!inf->finished)
         pthread_cond_wait(&inf->cv, &inf->mu);
     pthread_mutex_unlock(&inf->mu);
-
-    st = nr_http_infer_encode(inf, r);
-    if (st != NULL) {
-        nr_http_infer_free(inf);
-        nr_http_error(r, st);
-        return;
-    }
-    r->free_fn = free_cb;
-    r->free_arg = inf;
-    nr_http_enc_t out_enc = nr_http_response_encoding(q->accept_encoding);
-    if (out_enc == NR_ENC_IDENTITY)
-        return;
-    nr_buf_t z;
-    nr_buf_init(&z);
-    st = nr_http_deflate(out_enc, r->iov, r->n_iov, &z);
-    if (st != NULL) {
-        /* send it uncompressed rather than fail the inference */
-        NR_LOG_VERBOSE(1, "response compression failed: %s", nr_status_msg(st));
-        nr_status_free(st);
-        nr_buf_free(&z);
-        return;
-    }
-    free(r->iov);
-    r->iov = NULL;
-    r->n_iov = 0;
-    r->free_fn = NULL;
-    r->free_arg = NULL;
-    nr_http_infer_free(inf);
-    nr_buf_free(&r->body);
-    r->body = z;
-    r->content_encoding = out_enc == NR_ENC_GZIP ? "gzip" : "deflate";
+    finish(inf, r);
 }

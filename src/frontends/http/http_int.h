@@ -29,12 +29,24 @@
 #include "http_server.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* Request as a handler sees it. Views stay valid for the handler call. */
+/* How a handler that cannot answer at once (inference) hands its answer back
+ * later: the server passes one in nr_http_req_t.async; the handler fills
+ * nr_http_resp_t.finish and makes sure wake(async) is called exactly once,
+ * from any thread, when the work is done. The server then parks the
+ * connection (no thread waits for it) and, once woken, calls
+ * finish(finish_arg, r) on one of its own threads to fill the response. */
+typedef struct nr_http_async_s nr_http_async_t;
+struct nr_http_async_s {
+    void (*wake)(nr_http_async_t *a);
+};
+
+/* Request as a handler sees it. Views stay valid until the response is sent. */
 typedef struct {
     const char *method;
     const char *model; size_t model_len; /* route's <m>, URL-decoded; NULL if none */
@@ -48,11 +60,13 @@ typedef struct {
     const char *content_encoding;        /* header values or NULL */
     const char *accept_encoding;
     const char *infer_header_len;        /* Inference-Header-Content-Length */
+    nr_http_async_t *async; /* NULL: the handler answers before it returns */
 } nr_http_req_t;
 
 /* A response before it becomes an MHD_Response. Either `body` (owned buffer)
  * or `iov` (views kept alive until free_fn(free_arg) runs) carries the bytes. */
-typedef struct {
+typedef struct nr_http_resp_s nr_http_resp_t;
+struct nr_http_resp_s {
     int status;
     const char *content_type;  /* static string; NULL = none */
     nr_buf_t body;
@@ -63,7 +77,11 @@ typedef struct {
     bool has_infer_header_len;
     uint64_t infer_header_len;
     bool accept_encoding_hint;   /* "Accept-Encoding: gzip, deflate" (501) */
-} nr_http_resp_t;
+    /* Set by a handler that deferred its answer (see nr_http_async_t): fills
+     * this response once the request's async was woken; takes finish_arg. */
+    void (*finish)(void *finish_arg, nr_http_resp_t *r);
+    void *finish_arg;
+};
 
 void nr_http_resp_init(nr_http_resp_t *r);
 /* Releases whatever the response still owns (used when it is never sent). */
@@ -77,6 +95,13 @@ struct nr_http_server_s {
     struct MHD_Daemon *daemon;
     _Atomic bool quiesced;
     int port;                  /* bound port */
+    atomic_int open_conns;     /* connections open, refused ones included */
+    atomic_bool refusing;      /* the last connection was refused (a burst) */
+    atomic_ullong refused;     /* refused in this burst */
+    atomic_ullong body_bytes;  /* request body bytes held (--http-body-memory-limit) */
+    pthread_mutex_t park_mu;   /* guards parked; park_cv: it became 0 */
+    pthread_cond_t park_cv;
+    int parked;                /* connections suspended while their request runs */
     char *server_meta;         /* GET /v2 body, rendered once */
     size_t server_meta_len;
 };
@@ -98,10 +123,11 @@ void nr_http_server_free(nr_http_server_t *s);
  * unused bytes and then the body (see nr_http_body_lead); when the handler
  * takes it *mem becomes NULL, otherwise the caller still owns it. The body
  * size limit (--http-max-input-size) is enforced before this, while the body
- * is received. */
+ * is received. `async` NULL: every handler answers before this returns;
+ * otherwise one may defer (r->finish set; see nr_http_async_t). */
 void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
                     const nr_http_headers_t *h, char **mem, size_t lead, size_t body_len,
-                    nr_http_resp_t *r);
+                    nr_http_async_t *async, nr_http_resp_t *r);
 
 /* Bytes to leave unused before a body whose Inference-Header-Content-Length is
  * `ihcl` (NULL: none), so that its binary data, which follows the JSON header,
@@ -161,7 +187,9 @@ typedef struct nr_http_infer_s {
     bool *binary;        /* [cfg n_output]: a listed output asked for binary_data */
     /* response side */
     nr_buf_t header;     /* JSON header */
-    /* done() event: the connection thread waits, an instance thread signals */
+    const char *accept_encoding; /* for the reply; valid until it is sent */
+    nr_http_async_t *async;      /* done() wakes the server; NULL: the event below */
+    /* done() event: the calling thread waits, an instance thread signals */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool sync_init, finished;
@@ -180,7 +208,8 @@ NR_MUST_CHECK nr_status_t *nr_http_infer_parse(nr_http_infer_t *inf, nr_server_t
                                                const char *ihcl);
 void nr_http_infer_free(nr_http_infer_t *inf);
 
-/* POST /v2/models/<m>[/versions/<v>]/infer: parse, submit, wait, encode. */
+/* POST /v2/models/<m>[/versions/<v>]/infer: parse, submit, then (deferred
+ * when q->async is set, else after waiting) encode. */
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* After done(): builds the response from the request's outputs: r->iov = [JSON header,

@@ -15,8 +15,12 @@
 typedef struct {
     const char *address;     /* --http-address, "0.0.0.0" */
     int port;                /* --http-port, 8000 */
-    int thread_count;        /* --http-thread-count, 8; unused: one thread per connection */
+    int thread_count;        /* --http-thread-count, 8 */
     uint64_t max_input_size; /* --http-max-input-size, 64 MiB */
+    int max_connections;     /* --http-max-connections; 0: no limit */
+    int idle_timeout_secs;   /* --http-idle-timeout-secs; 0: never */
+    int request_timeout_secs; /* --http-request-timeout-secs: header to whole body; 0: never */
+    uint64_t body_memory_limit; /* --http-body-memory-limit: bodies held; 0: no limit */
 } nr_http_options_t;
 
 typedef struct nr_http_server_s nr_http_server_t;

@@ -134,12 +134,16 @@ nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
     }
     if (o->cpu)
         s->cpu = nr_metrics_cpu_start(o->interval_ms);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    /* One epoll thread: scrapes are rare and small. A scraper keeps its connection
+     * between scrapes (Prometheus: 15-60 s), so idle ones are closed after 5
+     * minutes, and at most 1024 are open at once (more are closed). */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_access, s,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_EXTERNAL_LOGGER, nr_mhd_log, (void *)"metrics HTTP",
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_END);
     nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, o->port, &s->port);
     if (st != NULL) {
         server_free(s);

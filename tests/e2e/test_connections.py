@@ -1,0 +1,239 @@
+"""A crowd of connections and slow clients (issue #22): the HTTP frontend holds thousands of
+open connections on a bounded number of threads, refuses past --http-max-connections with a 503
+and one log line per burst, closes idle and slow connections after their timeouts, counts request
+bodies against --http-body-memory-limit, and exits cleanly when clients vanish mid-request.
+
+Everything here is loopback and short; no test asserts on wall-clock time (deadlines below only
+bound how long a test waits for something that must happen)."""
+import json
+import resource
+import socket
+import time
+
+import pytest
+
+from e2e_util import SockReader, compact, get, infer_json, post
+
+IDENT = "/v2/models/identity_fp32/infer"
+BODY = compact({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
+                            "data": [float(i) for i in range(16)]}]}).encode()
+
+
+def infer_head(n, extra=""):
+    return (f"POST {IDENT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {n}\r\n{extra}\r\n").encode()
+
+
+def threads_of(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        return int(next(ln for ln in f if ln.startswith("Threads:")).split()[1])
+
+
+def fds_of(srv):
+    import os
+    return len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+
+
+def closed_by_peer(sock, within):
+    """True when the peer closes `sock` (EOF or reset) within `within` seconds."""
+    sock.settimeout(within)
+    try:
+        while True:
+            if not sock.recv(65536):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def wait_for(pred, within, what):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{what} did not happen within {within} s")
+
+
+def ok_infer(port):
+    r = infer_json(port, "identity_fp32", json.loads(BODY))
+    assert r.status == 200, r
+    assert r.json()["outputs"][0]["data"] == [float(i) for i in range(16)]
+
+
+def test_ten_thousand_connections(server_factory, repos):
+    """10,000 keep-alive connections held open (a tenth of them after a request each): a new
+    client is still served, and the server's threads do not grow with the connections."""
+    want = 10_000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < want + 512:
+        pytest.skip(f"the fd limit ({hard}) cannot hold {want} client sockets")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    srv = server_factory([repos["repo_small"]], ["--http-thread-count=4"])
+    ok_infer(srv.port)
+    threads0 = threads_of(srv)
+    socks = []
+    try:
+        for i in range(want):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            socks.append(s)
+            if i % 10 == 0:
+                s.sendall(infer_head(len(BODY)) + BODY)
+        for s in socks[::10]:
+            r = SockReader(s).read_response()
+            assert r.status == 200, r
+        ok_infer(srv.port)
+        assert get(srv.port, "/v2/health/ready").status == 200
+        assert threads_of(srv) <= threads0 + 2, (threads0, threads_of(srv))
+        assert fds_of(srv) >= want  # they really are all open
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    wait_for(lambda: fds_of(srv) < 200, 30, "the server closing the crowd's fds")
+
+
+def test_limit_refuses_with_503_and_logs_once(server_factory, repos):
+    limit = 40
+    srv = server_factory([repos["repo_small"]], [f"--http-max-connections={limit}"])
+    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(limit)]
+    # each held connection is accepted: a request on it is answered
+    for s in held[:3]:
+        s.sendall(infer_head(len(BODY)) + BODY)
+        assert SockReader(s).read_response().status == 200
+    refused = []
+    for _ in range(15):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        try:
+            s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+        except ConnectionResetError:
+            pass
+        s.close()
+        refused.append(data)
+    answered = [d for d in refused if d]
+    assert answered, "no refused connection got an answer"
+    for d in answered:
+        head, _, body = d.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 "), d
+        assert json.loads(body) == {
+            "error": "the server has too many open connections; try again later"}
+    log = srv.log
+    assert log.count("refusing new connections") == 1, log
+    assert f"W" in [ln[0] for ln in log.splitlines() if "refusing new connections" in ln]
+    for s in held[: limit // 2]:
+        s.close()
+    wait_for(lambda: get(srv.port, "/v2/health/live").status == 200, 10, "a new client served")
+    ok_infer(srv.port)
+    assert "accepting connections again (15 refused" in srv.log, srv.log_tail()
+    for s in held[limit // 2:]:
+        s.close()
+
+
+def test_idle_connection_closed(server_factory, repos):
+    srv = server_factory([repos["repo_small"]], ["--http-idle-timeout-secs=1"])
+    fresh = socket.create_connection(("127.0.0.1", srv.port))
+    used = socket.create_connection(("127.0.0.1", srv.port))
+    used.sendall(infer_head(len(BODY)) + BODY)
+    assert SockReader(used).read_response().status == 200
+    assert closed_by_peer(fresh, 20)
+    assert closed_by_peer(used, 20)
+    ok_infer(srv.port)
+
+
+def test_stalled_upload_closed_and_its_memory_returned(server_factory, repos):
+    """A body that stops arriving is closed by the idle timeout, and the bytes it held count
+    against the body memory no longer."""
+    srv = server_factory([repos["repo_small"]],
+                         ["--http-idle-timeout-secs=1", "--http-body-memory-limit=1000000"])
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.sendall(infer_head(2_000_000) + b" " * 900_000)
+    assert closed_by_peer(s, 20)
+    # 900 KB of a 1 MB budget were held; a 500 KB body fits again once they are released
+    body = compact({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
+                                "data": [0.0] * 16}]}).encode()
+    padded = body[:-1] + b" " * 500_000 + body[-1:]
+    wait_for(lambda: post(srv.port, IDENT, padded,
+                          {"Content-Type": "application/json"}).status == 200, 10,
+             "the stalled body's memory released")
+
+
+def test_trickling_client_closed_by_request_timeout(server_factory, repos):
+    """One byte at a time keeps a connection busy but not idle: the request deadline closes it,
+    and other clients are served meanwhile."""
+    srv = server_factory([repos["repo_small"]],
+                         ["--http-request-timeout-secs=1", "--http-idle-timeout-secs=30"])
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(infer_head(len(BODY)))
+    closed = False
+    deadline = time.monotonic() + 20
+    for b in BODY:
+        if time.monotonic() > deadline:
+            break
+        try:
+            s.sendall(bytes([b]))
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+            break
+        ok_infer(srv.port)
+        time.sleep(0.2)
+    if not closed:
+        closed = closed_by_peer(s, 5)
+    assert closed, "a client trickling its body was never closed"
+    s.close()
+    ok_infer(srv.port)
+
+
+def test_body_memory_limit_answers_503(server_factory, repos):
+    srv = server_factory([repos["repo_small"]], ["--http-body-memory-limit=1000000"])
+    holder = socket.create_connection(("127.0.0.1", srv.port))
+    holder.sendall(infer_head(1_000_000) + b" " * 800_000)
+    time.sleep(0.3)  # let the server receive it (nothing depends on how long this takes)
+    big = b" " * 400_000
+    r = post(srv.port, IDENT, big, {"Content-Type": "application/json"})
+    assert r.status == 503, r
+    assert r.json() == {"error": "the server's memory for request bodies (1000000 bytes, "
+                                 "--http-body-memory-limit) is in use; try again later"}
+    ok_infer(srv.port)  # small bodies still fit
+    holder.close()
+    wait_for(lambda: post(srv.port, IDENT, big, {"Content-Type": "application/json"}).status
+             == 400, 10, "the held body's memory released")
+
+
+def test_clients_vanishing_mid_request_then_sigterm(server_factory, repos):
+    """Requests in flight whose clients close (with a reset) are finished and dropped; the
+    server keeps serving, and SIGTERM still stops it with code 0."""
+    srv = server_factory([repos["repo_small"]], [])
+    for _ in range(300):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(infer_head(len(BODY)) + BODY)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+        s.close()
+    ok_infer(srv.port)
+    assert srv.stop() == 0
+
+
+def test_library_quirks_leave_the_server_serving(server_factory, repos):
+    """libmicrohttpd 0.9.75 answers a malformed Content-Length itself (and writes its status
+    line twice) and waits on `Transfer-Encoding: gzip, chunked` (docs/reliability.md); neither
+    may cost other clients anything."""
+    srv = server_factory([repos["repo_small"]], ["--http-idle-timeout-secs=1"])
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST " + IDENT.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+    assert s.recv(65536).startswith(b"HTTP/1.1 400 ")
+    s.close()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST " + IDENT.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+              b"Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    ok_infer(srv.port)
+    assert closed_by_peer(s, 20)  # the idle timeout ends it
+    ok_infer(srv.port)
