@@ -178,6 +178,38 @@ def test_shape_note_matches_recording():
     assert body.endswith("See the model configuration docs for more info on max_batch_size.\"}")
 
 
+# ----------------------------------------------------------------------------- request size
+
+# Enough names that matching them pairwise (the server did: about 100 s of CPU for this one 14 MB
+# request) runs past the client's timeout, while by hash it is a fraction of a second. No
+# assertion on time: a server that is not linear simply does not answer in time.
+MANY = 200_000
+
+
+def test_many_unknown_inputs_answered(main_server):
+    """200,000 inputs the model does not have: Triton's text, every name in it (reversed, as
+    Triton lists them), and the server answers within the client's 60 s."""
+    names = [f"X{i}" for i in range(MANY)]
+    body = compact({"inputs": [{"name": n, "datatype": "INT32", "shape": [1], "data": [1]}
+                               for n in names]}).encode()
+    r = post(main_server.port, "/v2/models/simple/infer", body,
+             {"Content-Type": "application/json"})
+    got = ",".join(f"'{n}'" for n in reversed(names))
+    assert_error(r, 400, f"[request id: <id_unknown>] expected 2 inputs but got {MANY} inputs for "
+                         f"model 'simple'. Got input(s) [{got}], but missing required input(s) "
+                         "['INPUT0','INPUT1']. Please provide all required input(s).")
+
+
+def test_many_inputs_name_given_twice(main_server):
+    """Among 200,000 unknown names, the first one repeated at the end is the error (it is found
+    as it arrives, before the count is checked), as for a short request."""
+    inputs = [{"name": f"X{i}", "datatype": "INT32", "shape": [1], "data": [1]}
+              for i in range(MANY)]
+    inputs.append(dict(inputs[0]))
+    r = infer_json(main_server.port, "simple", {"inputs": inputs})
+    assert_error(r, 400, "[request id: <id_unknown>] input 'X0' already exists in request")
+
+
 # ----------------------------------------------------------------------------- shapes that overflow
 
 @pytest.mark.parametrize("shape", [

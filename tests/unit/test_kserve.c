@@ -21,11 +21,10 @@ static const char *CFG =
     "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n"
     "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 3 ] },"
     " { name: \"A\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n";
-static uint32_t by_name[2] = {1, 0};
 
 static nr_model_t *fake_model(void)
 {
-    return nr_fake_model(CFG, by_name, false);
+    return nr_fake_model(CFG, false);
 }
 
 static void fake_free(nr_model_t *m)
