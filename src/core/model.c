@@ -119,6 +119,11 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     m->name = m->cfg->name;
     nr_model_index(m);
     nr_stats_init(&m->stats, m->cfg->max_batch_size > 0 ? (uint32_t)m->cfg->max_batch_size : 1);
+    /* The scheduler has no sequence batcher: such a model would load and then
+     * fail every request in the backend (its control inputs never filled). */
+    if (m->cfg->scheduling_choice == NR_SCHED_SEQUENCE)
+        return nr_status_new(NR_UNSUPPORTED, "sequence batching is not supported by nereid "
+                                             "(the model configuration sets 'sequence_batching')");
     nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;

@@ -41,7 +41,8 @@ struct nr_model_s {
 };
 
 /* Loads a version: backend model_load, instances (threads named after them),
- * scheduler. On failure returns the error; the caller marks it UNAVAILABLE. */
+ * scheduler. On failure returns the error; the caller marks it UNAVAILABLE.
+ * Refuses what the core cannot serve (UNSUPPORTED): sequence batching. */
 NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
                                          const char *model_path, int cpu_count);
 /* Stops instance threads (after the queue drains) and unloads the backend. */

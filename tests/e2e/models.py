@@ -165,6 +165,27 @@ def write_identity(repo, name, type_enum, elem, dims, out_dims=None, max_batch_s
     return d
 
 
+def write_sequence_identity(repo, name):
+    """Writes model `name`: FP32 INPUT0 [batch,n] -> OUTPUT0 = INPUT0, plus the sequence START
+    control input [batch,1] the graph takes and ignores, with a config that has
+    sequence_batching (a model Triton serves with its sequence batcher)."""
+    d = Path(repo) / name
+    _write(d / "config.pbtxt",
+           f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: 8\n'
+           'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+           'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+           'sequence_batching { control_input [ { name: "START" control [ { kind: '
+           'CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1 ] } ] } ] }\n'
+           'instance_group [ { kind: KIND_CPU, count: 1 } ]\n')
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], name,
+        [_vi("INPUT0", TensorProto.FLOAT, ["batch", "n"]),
+         _vi("START", TensorProto.FLOAT, ["batch", 1])],
+        [_vi("OUTPUT0", TensorProto.FLOAT, ["batch", "n"])])
+    _save(graph, d / "1" / "model.onnx")
+    return d
+
+
 # ----------------------------------------------------------------------------- configs
 
 CONFIG_SIMPLE = """name: "simple"
