@@ -112,6 +112,24 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
     return NULL;
 }
 
+/* Stops and frees what loading built, in order: the queue (instance threads
+ * leave once it stops), the instances (joined), the backend state. */
+static void teardown(nr_model_t *m)
+{
+    if (m->sched)
+        nr_sched_stop(m->sched);
+    for (size_t i = 0; i < m->n_instances; i++)
+        nr_inst_destroy(m->instances[i]);
+    free(m->instances);
+    m->instances = NULL;
+    m->n_instances = 0;
+    if (m->backend_state)
+        m->backend->model_unload(m->backend_state);
+    m->backend_state = NULL;
+    nr_sched_destroy(m->sched);
+    m->sched = NULL;
+}
+
 nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *model_path,
                            int cpu_count)
 {
@@ -128,34 +146,21 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     if (st)
         return st;
     st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
-    if (st) {
-        for (size_t i = 0; i < m->n_instances; i++)
-            nr_inst_destroy(m->instances[i]);
-        m->n_instances = 0;
-        m->backend->model_unload(m->backend_state);
-        m->backend_state = NULL;
-        return st;
+    if (st == NULL) {
+        m->sched = nr_sched_create(m->cfg);
+        /* every instance must serve: a queue no thread takes from would hold its
+         * requests for ever */
+        for (size_t i = 0; i < m->n_instances && st == NULL; i++)
+            st = nr_inst_start(m->instances[i]);
     }
-    m->sched = nr_sched_create(m->cfg);
-    for (size_t i = 0; i < m->n_instances; i++)
-        nr_inst_start(m->instances[i]);
-    return NULL;
+    if (st)
+        teardown(m);
+    return st;
 }
 
 void nr_model_unload(nr_model_t *m)
 {
-    if (m->sched)
-        nr_sched_stop(m->sched);
-    for (size_t i = 0; i < m->n_instances; i++)
-        nr_inst_destroy(m->instances[i]);
-    free(m->instances);
-    m->instances = NULL;
-    m->n_instances = 0;
-    if (m->backend_state)
-        m->backend->model_unload(m->backend_state);
-    m->backend_state = NULL;
-    nr_sched_destroy(m->sched);
-    m->sched = NULL;
+    teardown(m);
     nr_stats_destroy(&m->stats);
     nr_model_index_free(m);
 }

@@ -361,6 +361,56 @@ NR_TEST(dynamic_batching_caps_at_max_batch_size)
 
 /* With allow_inline, a request submitted while an instance is idle and nothing
  * is queued runs on the submitting thread and is done when submit returns. */
+/* An instance whose thread cannot start fails the load (INTERNAL, the
+ * system's reason) and leaves nothing behind: no queue, no instance, the
+ * backend state unloaded. Before, the model was READY with no thread, and a
+ * queued request waited for ever. pthread_create is made to fail by a
+ * default stack size no address space holds (mmap: ENOMEM, so EAGAIN). */
+NR_TEST(instance_thread_failure_fails_the_load)
+{
+    nr_model_config_t *cfg;
+    ASSERT_OK(nr_cfg_parse(SIMPLE, strlen(SIMPLE), "test/config.pbtxt", &cfg));
+    nr_cfg_normalize(cfg);
+    nr_cfg_fill_instance_groups(cfg, 2, 0);
+    ASSERT_OK(nr_cfg_validate(cfg, cfg->name));
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->cfg = cfg;
+    m->version = 1;
+    m->backend = &test_backend;
+    pthread_attr_t saved, huge;
+    ASSERT_TRUE(pthread_getattr_default_np(&saved) == 0);
+    pthread_attr_init(&huge);
+    ASSERT_TRUE(pthread_attr_setstacksize(&huge, (size_t)1 << 50) == 0);
+    ASSERT_TRUE(pthread_setattr_default_np(&huge) == 0);
+    nr_status_t *st = nr_model_load(m, "dir", "dir/1/model", 1);
+    pthread_setattr_default_np(&saved);
+    pthread_attr_destroy(&huge);
+    pthread_attr_destroy(&saved);
+    EXPECT_STATUS(st, NR_INTERNAL,
+                  "failed to start the thread of instance 'simple_0': Resource temporarily "
+                  "unavailable");
+    EXPECT_NULL(m->sched);
+    EXPECT_NULL(m->instances);
+    EXPECT_EQ_U64(m->n_instances, 0);
+    EXPECT_NULL(m->backend_state);
+    /* what the repository frees of a version that failed to load */
+    nr_stats_destroy(&m->stats);
+    nr_model_index_free(m);
+    /* threads start again: the same model loads and serves */
+    ASSERT_OK(nr_model_load(m, "dir", "dir/1/model", 1));
+    EXPECT_EQ_U64(m->n_instances, 2);
+    waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int32_t buf[16] = {7};
+    gate_reset(false);
+    m->allow_inline = false; /* through the queue and an instance thread */
+    nr_req_t *r = good_req(m, &w, buf);
+    ASSERT_OK(nr_model_submit(m, r));
+    wait_done(&w, 1);
+    EXPECT_NULL(r->status);
+    nr_req_free(r);
+    unload_model(m);
+}
+
 NR_TEST(inline_execution_on_idle_instance)
 {
     nr_model_t *m = load_model(SIMPLE);
