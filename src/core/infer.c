@@ -44,7 +44,7 @@ void nr_infer_release(nr_infer_t *inf)
 
 char *nr_infer_keep(nr_infer_t *inf, char *buf)
 {
-    inf->owned = nr_realloc(inf->owned, (inf->n_owned + 1) * sizeof(char *));
+    inf->owned = nr_grow(inf->owned, inf->n_owned, sizeof(char *));
     inf->owned[inf->n_owned++] = buf;
     return buf;
 }
@@ -177,7 +177,7 @@ nr_status_t *nr_infer_shm_input(nr_infer_t *inf, const char *region, size_t len,
     nr_status_t *st = shm_lookup(inf, region, len, offset, byte_size, &ref, &addr);
     if (st != NULL)
         return st;
-    inf->shm_in = nr_realloc(inf->shm_in, (inf->n_shm_in + 1) * sizeof(*inf->shm_in));
+    inf->shm_in = nr_grow(inf->shm_in, inf->n_shm_in, sizeof(*inf->shm_in));
     inf->shm_in[inf->n_shm_in++] = ref;
     *data = byte_size > 0 ? addr : empty_data;
     *size = (size_t)byte_size;

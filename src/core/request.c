@@ -64,15 +64,6 @@ int nr_req_input_index(const nr_req_t *req, const char *name, size_t len)
     return nr_model_input_index(req->model, name, len);
 }
 
-/* v with room for element n, n being its count: arrays grow by doubling, so
- * n appends cost O(n) copies in all. */
-static void *grow(void *v, size_t n, size_t size)
-{
-    if ((n & (n - 1)) == 0) /* 0, 1, 2, 4, ...: full */
-        v = nr_realloc(v, (n ? 2 * n : 1) * size);
-    return v;
-}
-
 nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, nr_dtype_t dtype,
                               const int64_t *dims, size_t ndim, const void *data, size_t size)
 {
@@ -91,10 +82,10 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
             return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
                                 (int)name_len, name);
         }
-        req->extra_names = grow(req->extra_names, req->n_extra, sizeof(char *));
+        req->extra_names = nr_grow(req->extra_names, req->n_extra, sizeof(char *));
         req->extra_names[req->n_extra++] = copy;
     }
-    req->order = grow(req->order, req->n_order, sizeof(uint32_t));
+    req->order = nr_grow(req->order, req->n_order, sizeof(uint32_t));
     req->order[req->n_order++] = idx < 0 ? NR_REQ_EXTRA + (uint32_t)(req->n_extra - 1)
                                          : (uint32_t)idx;
     req->n_given++;
