@@ -71,3 +71,10 @@ char *nr_asprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+void *nr_grow(void *p, size_t n, size_t size)
+{
+    if ((n & (n - 1)) == 0) /* n is 0 or a power of two: the array is full */
+        p = nr_realloc(p, (n ? 2 * n : 1) * size);
+    return p;
+}

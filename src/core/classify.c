@@ -3,8 +3,12 @@
  * (just [k] without batching) holding the top-k elements of each batch item
  * as "<value>:<index>[:<label>]". Values print like C++ std::to_string
  * ("%f" for floats, plain integers otherwise); ties keep the lower index; k
- * is clipped to the element count. Labels come from the output's
- * label_filename in the model directory, read once when the server starts.
+ * is clipped to the element count. NaN ranks below every number (-inf
+ * included), NaNs among themselves by index: the order is a strict weak one,
+ * so the top-k is sorted and reproducible. (Triton sorts with `a > b`, which
+ * NaN breaks: std::sort's result is then unspecified.) Labels come from the
+ * output's label_filename in the model directory, read once when the server
+ * starts.
  */
 #include "classify.h"
 
@@ -13,6 +17,7 @@
 #include "../common/limits.h"
 #include "../common/log.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +116,16 @@ typedef struct {
     size_t es;
 } cmp_ctx_t;
 
+/* A total preorder on doubles: NaN (any sign, any payload) below every
+ * number, all NaNs equal. */
+static int float_cmp(double x, double y)
+{
+    bool nx = isnan(x), ny = isnan(y);
+    if (nx || ny)
+        return nx == ny ? 0 : nx ? -1 : 1;
+    return x > y ? 1 : x < y ? -1 : 0;
+}
+
 static int elem_cmp(const cmp_ctx_t *c, size_t a, size_t b)
 {
     const char *pa = c->base + a * c->es, *pb = c->base + b * c->es;
@@ -119,13 +134,13 @@ static int elem_cmp(const cmp_ctx_t *c, size_t a, size_t b)
         float x, y;
         memcpy(&x, pa, 4);
         memcpy(&y, pb, 4);
-        return x > y ? 1 : x < y ? -1 : 0;
+        return float_cmp(x, y);
     }
     case NR_TYPE_FP64: {
         double x, y;
         memcpy(&x, pa, 8);
         memcpy(&y, pb, 8);
-        return x > y ? 1 : x < y ? -1 : 0;
+        return float_cmp(x, y);
     }
     case NR_TYPE_UINT8: case NR_TYPE_UINT16: case NR_TYPE_UINT32: case NR_TYPE_UINT64: {
         uint64_t x = 0, y = 0;
@@ -144,7 +159,7 @@ static int elem_cmp(const cmp_ctx_t *c, size_t a, size_t b)
     }
 }
 
-/* Descending by value, ascending index on ties. */
+/* Descending by value (NaN last), ascending index on ties. */
 static int idx_cmp(const void *a, const void *b, void *arg)
 {
     size_t ia = *(const size_t *)a, ib = *(const size_t *)b;

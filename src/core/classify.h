@@ -37,7 +37,8 @@ void nr_labels_free(nr_label_set_t *set);
 const nr_labels_t *nr_labels_find(const nr_label_set_t *set, const nr_model_config_t *cfg,
                                   uint32_t output);
 
-/* Top-k of `t` per batch item as BYTES "<value>:<index>[:<label>]" elements;
+/* Top-k of `t` per batch item as BYTES "<value>:<index>[:<label>]" elements
+ * (descending; ties and NaNs, which rank last, by ascending index);
  * fills out (dtype STRING, dims, data = *buf, size) and sets *buf (malloc'd). */
 NR_MUST_CHECK nr_status_t *nr_classify(const nr_tensor_t *t, bool batching, uint64_t k,
                                        const nr_labels_t *labels, nr_tensor_t *out, char **buf);

@@ -44,7 +44,7 @@ void nr_infer_release(nr_infer_t *inf)
 
 char *nr_infer_keep(nr_infer_t *inf, char *buf)
 {
-    inf->owned = nr_realloc(inf->owned, (inf->n_owned + 1) * sizeof(char *));
+    inf->owned = nr_grow(inf->owned, inf->n_owned, sizeof(char *));
     inf->owned[inf->n_owned++] = buf;
     return buf;
 }
@@ -177,19 +177,11 @@ nr_status_t *nr_infer_shm_input(nr_infer_t *inf, const char *region, size_t len,
     nr_status_t *st = shm_lookup(inf, region, len, offset, byte_size, &ref, &addr);
     if (st != NULL)
         return st;
-    inf->shm_in = nr_realloc(inf->shm_in, (inf->n_shm_in + 1) * sizeof(*inf->shm_in));
+    inf->shm_in = nr_grow(inf->shm_in, inf->n_shm_in, sizeof(*inf->shm_in));
     inf->shm_in[inf->n_shm_in++] = ref;
     *data = byte_size > 0 ? addr : empty_data;
     *size = (size_t)byte_size;
     return NULL;
-}
-
-static int cfg_output_index(const nr_model_config_t *cfg, const char *name, size_t len)
-{
-    for (size_t i = 0; i < cfg->n_output; i++)
-        if (strlen(cfg->output[i].name) == len && memcmp(cfg->output[i].name, name, len) == 0)
-            return (int)i;
-    return -1;
 }
 
 nr_status_t *nr_infer_output(nr_infer_t *inf, const char *name, size_t len, int *index)
@@ -198,7 +190,7 @@ nr_status_t *nr_infer_output(nr_infer_t *inf, const char *name, size_t len, int 
     nr_status_t *st = nr_req_add_output(inf->req, name, len);
     if (st != NULL)
         return st;
-    int idx = cfg_output_index(inf->model->cfg, name, len);
+    int idx = nr_model_output_index(inf->model, name, len);
     if (idx >= 0 && !inf->listed[idx]) {
         inf->listed[idx] = true;
         *index = idx;
@@ -239,34 +231,37 @@ nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg)
 
 /* ---- the result ------------------------------------------------------------------- */
 
-/* Order of req->outputs[] entries in the reply: by output name. */
+/* Order of req->outputs[] entries in the reply: by output name. Validation
+ * already lists want[] so (distinct config indices); placing each entry at its
+ * output's rank keeps this O(outputs) whatever order it gets. An index out of
+ * range (the caller reports it) or listed twice goes last. */
 static void output_order(const nr_infer_t *inf, size_t *ord)
 {
     const nr_req_t *req = inf->req;
-    const nr_model_config_t *cfg = inf->model->cfg;
-    size_t n = req->n_want;
-    for (size_t i = 0; i < n; i++)
-        ord[i] = i;
+    size_t n_cfg = inf->model->cfg->n_output;
     const uint32_t *by_name = inf->model->outputs_by_name;
-    /* rank of config index c = its position in by_name */
-    uint32_t rank_small[64];
-    uint32_t *rank =
-        cfg->n_output <= 64 ? rank_small : nr_malloc(cfg->n_output * sizeof(uint32_t));
-    for (size_t j = 0; j < cfg->n_output; j++)
-        rank[j] = (uint32_t)j;
-    if (by_name != NULL)
-        for (size_t j = 0; j < cfg->n_output; j++)
-            if (by_name[j] < cfg->n_output)
-                rank[by_name[j]] = (uint32_t)j;
-    for (size_t i = 1; i < n; i++) { /* insertion sort: a handful of outputs */
-        size_t x = ord[i], j = i;
-        while (j > 0 && rank[req->want[ord[j - 1]]] > rank[req->want[x]]) {
-            ord[j] = ord[j - 1];
-            j--;
-        }
-        ord[j] = x;
+    size_t small[2 * 64];
+    size_t *rank = n_cfg <= 64 ? small : nr_malloc(2 * n_cfg * sizeof(size_t));
+    size_t *at = rank + n_cfg; /* by rank: the want[] entry naming that output, or SIZE_MAX */
+    for (size_t j = 0; j < n_cfg; j++) {
+        rank[j] = j;
+        at[j] = SIZE_MAX;
     }
-    if (rank != rank_small)
+    if (by_name != NULL)
+        for (size_t j = 0; j < n_cfg; j++)
+            if (by_name[j] < n_cfg)
+                rank[by_name[j]] = j;
+    for (size_t i = 0; i < req->n_want; i++)
+        if (req->want[i] < n_cfg)
+            at[rank[req->want[i]]] = i;
+    size_t n = 0;
+    for (size_t r = 0; r < n_cfg; r++)
+        if (at[r] != SIZE_MAX)
+            ord[n++] = at[r];
+    for (size_t i = 0; i < req->n_want; i++)
+        if (req->want[i] >= n_cfg || at[rank[req->want[i]]] != i)
+            ord[n++] = i;
+    if (rank != small)
         free(rank);
 }
 

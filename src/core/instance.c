@@ -7,7 +7,6 @@
 #include "instance.h"
 
 #include "../common/alloc.h"
-#include "../common/log.h"
 #include "scheduler.h"
 
 #include <pthread.h>
@@ -207,15 +206,18 @@ void nr_inst_set_passive(nr_instance_t *inst, bool passive)
     inst->passive = passive;
 }
 
-void nr_inst_start(nr_instance_t *inst)
+nr_status_t *nr_inst_start(nr_instance_t *inst)
 {
     if (inst->passive)
-        return;
-    if (pthread_create(&inst->thread, NULL, inst_main, inst) != 0) {
-        NR_LOG_ERROR("failed to start thread for instance %s", inst->name);
-        return;
+        return NULL;
+    int rc = pthread_create(&inst->thread, NULL, inst_main, inst);
+    if (rc != 0) {
+        char why[128];
+        return nr_status_new(NR_INTERNAL, "failed to start the thread of instance '%s': %s",
+                             inst->name, strerror_r(rc, why, sizeof(why)));
     }
     inst->started = true;
+    return NULL;
 }
 
 void nr_inst_destroy(nr_instance_t *inst)

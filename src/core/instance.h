@@ -12,8 +12,10 @@ NR_MUST_CHECK nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_
 /* A passive instance (instance_group passive: true) is loaded but never
  * started: it takes no requests. Call before nr_inst_start. */
 void nr_inst_set_passive(nr_instance_t *inst, bool passive);
-/* Starts the thread; the instance then serves until the queue stops. */
-void nr_inst_start(nr_instance_t *inst);
+/* Starts the thread; the instance then serves until the queue stops. A
+ * thread that cannot start is an error (INTERNAL, with the system's reason):
+ * the model must not be READY with an instance that never takes requests. */
+NR_MUST_CHECK nr_status_t *nr_inst_start(nr_instance_t *inst);
 /* Joins the thread (call after nr_sched_stop) and destroys the backend state. */
 void nr_inst_destroy(nr_instance_t *inst);
 const char *nr_inst_name(const nr_instance_t *inst);

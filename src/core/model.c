@@ -19,13 +19,42 @@ static int cmp_output_name(const void *a, const void *b, void *arg)
     return strcmp(cfg->output[*(const uint32_t *)a].name, cfg->output[*(const uint32_t *)b].name);
 }
 
-static void sort_outputs(nr_model_t *m)
+void nr_model_index(nr_model_t *m)
 {
     const nr_model_config_t *cfg = m->cfg;
     m->outputs_by_name = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
     for (size_t i = 0; i < cfg->n_output; i++)
         m->outputs_by_name[i] = (uint32_t)i;
     qsort_r(m->outputs_by_name, cfg->n_output, sizeof(uint32_t), cmp_output_name, (void *)cfg);
+    /* a name listed twice (refused by validation) resolves to its first index */
+    nr_strmap_reserve(&m->input_index, cfg->n_input);
+    for (size_t i = 0; i < cfg->n_input; i++)
+        nr_strmap_put(&m->input_index, cfg->input[i].name, strlen(cfg->input[i].name),
+                      (uint32_t)i, NULL);
+    nr_strmap_reserve(&m->output_index, cfg->n_output);
+    for (size_t i = 0; i < cfg->n_output; i++)
+        nr_strmap_put(&m->output_index, cfg->output[i].name, strlen(cfg->output[i].name),
+                      (uint32_t)i, NULL);
+}
+
+void nr_model_index_free(nr_model_t *m)
+{
+    free(m->outputs_by_name);
+    m->outputs_by_name = NULL;
+    nr_strmap_free(&m->input_index);
+    nr_strmap_free(&m->output_index);
+}
+
+int nr_model_input_index(const nr_model_t *m, const char *name, size_t len)
+{
+    uint32_t i;
+    return nr_strmap_get(&m->input_index, name, len, &i) ? (int)i : -1;
+}
+
+int nr_model_output_index(const nr_model_t *m, const char *name, size_t len)
+{
+    uint32_t i;
+    return nr_strmap_get(&m->output_index, name, len, &i) ? (int)i : -1;
 }
 
 static size_t count_instances(const nr_model_config_t *cfg)
@@ -83,32 +112,9 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
     return NULL;
 }
 
-nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *model_path,
-                           int cpu_count)
-{
-    snprintf(m->version_str, sizeof(m->version_str), "%lld", (long long)m->version);
-    m->name = m->cfg->name;
-    sort_outputs(m);
-    nr_stats_init(&m->stats, m->cfg->max_batch_size > 0 ? (uint32_t)m->cfg->max_batch_size : 1);
-    nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
-    if (st)
-        return st;
-    st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
-    if (st) {
-        for (size_t i = 0; i < m->n_instances; i++)
-            nr_inst_destroy(m->instances[i]);
-        m->n_instances = 0;
-        m->backend->model_unload(m->backend_state);
-        m->backend_state = NULL;
-        return st;
-    }
-    m->sched = nr_sched_create(m->cfg);
-    for (size_t i = 0; i < m->n_instances; i++)
-        nr_inst_start(m->instances[i]);
-    return NULL;
-}
-
-void nr_model_unload(nr_model_t *m)
+/* Stops and frees what loading built, in order: the queue (instance threads
+ * leave once it stops), the instances (joined), the backend state. */
+static void teardown(nr_model_t *m)
 {
     if (m->sched)
         nr_sched_stop(m->sched);
@@ -122,9 +128,41 @@ void nr_model_unload(nr_model_t *m)
     m->backend_state = NULL;
     nr_sched_destroy(m->sched);
     m->sched = NULL;
+}
+
+nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *model_path,
+                           int cpu_count)
+{
+    snprintf(m->version_str, sizeof(m->version_str), "%lld", (long long)m->version);
+    m->name = m->cfg->name;
+    nr_model_index(m);
+    nr_stats_init(&m->stats, m->cfg->max_batch_size > 0 ? (uint32_t)m->cfg->max_batch_size : 1);
+    /* The scheduler has no sequence batcher: such a model would load and then
+     * fail every request in the backend (its control inputs never filled). */
+    if (m->cfg->scheduling_choice == NR_SCHED_SEQUENCE)
+        return nr_status_new(NR_UNSUPPORTED, "sequence batching is not supported by nereid "
+                                             "(the model configuration sets 'sequence_batching')");
+    nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
+    if (st)
+        return st;
+    st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
+    if (st == NULL) {
+        m->sched = nr_sched_create(m->cfg);
+        /* every instance must serve: a queue no thread takes from would hold its
+         * requests for ever */
+        for (size_t i = 0; i < m->n_instances && st == NULL; i++)
+            st = nr_inst_start(m->instances[i]);
+    }
+    if (st)
+        teardown(m);
+    return st;
+}
+
+void nr_model_unload(nr_model_t *m)
+{
+    teardown(m);
     nr_stats_destroy(&m->stats);
-    free(m->outputs_by_name);
-    m->outputs_by_name = NULL;
+    nr_model_index_free(m);
 }
 
 /* Whether the model's mean execution so far is within the request's inline

@@ -6,6 +6,7 @@
 #define NR_MODEL_H
 
 #include "../backends/backend.h"
+#include "../common/strmap.h"
 #include "../config/model_config.h"
 #include "request.h"
 #include "stats.h"
@@ -28,8 +29,11 @@ struct nr_model_s {
     size_t n_instances;
     nr_sched_t *sched;
     nr_stats_t stats;
-    /* precomputed at load: per config output, sorted-by-name order */
+    /* precomputed at load (nr_model_index): the config outputs' indices in
+     * name order, and name -> config index for inputs and outputs, so that a
+     * request's names resolve in O(1) each whatever the model's size */
     uint32_t *outputs_by_name;
+    nr_strmap_t input_index, output_index; /* keys: the config's names */
     /* Run a request on the submitting thread when an instance is idle and
      * nothing is queued (set by the repository; tests that hold instance
      * threads leave it off). */
@@ -37,11 +41,21 @@ struct nr_model_s {
 };
 
 /* Loads a version: backend model_load, instances (threads named after them),
- * scheduler. On failure returns the error; the caller marks it UNAVAILABLE. */
+ * scheduler. On failure returns the error; the caller marks it UNAVAILABLE.
+ * Refuses what the core cannot serve (UNSUPPORTED): sequence batching. */
 NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
                                          const char *model_path, int cpu_count);
 /* Stops instance threads (after the queue drains) and unloads the backend. */
 void nr_model_unload(nr_model_t *m);
+
+/* The name indexes above, from m->cfg (nr_model_load builds them; a model
+ * assembled without loading calls this itself). */
+void nr_model_index(nr_model_t *m);
+/* Frees what nr_model_index built (safe when it never ran). */
+void nr_model_index_free(nr_model_t *m);
+/* Config index of the input / output named so, or -1. */
+int nr_model_input_index(const nr_model_t *m, const char *name, size_t len);
+int nr_model_output_index(const nr_model_t *m, const char *name, size_t len);
 
 /* Validates `req` and queues it. On success the model owns the request until
  * req->done runs, which may happen before this returns (inline execution on

@@ -312,7 +312,7 @@ void nr_repo_destroy(nr_repo_t *repo)
                 NR_LOG_INFO("successfully unloaded '%s' version %s", e->name, m->version_str);
             } else {
                 nr_stats_destroy(&m->stats);
-                free(m->outputs_by_name);
+                nr_model_index_free(m);
             }
             free(m->reason);
             free(m);

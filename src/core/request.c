@@ -34,7 +34,9 @@ nr_req_t *nr_req_new(nr_model_t *model)
     nr_req_t *req = nr_calloc(1, sizeof(*req));
     req->model = model;
     req->inputs = nr_calloc(cfg->n_input ? cfg->n_input : 1, sizeof(nr_tensor_t));
-    req->present = nr_calloc(cfg->n_input ? cfg->n_input : 1, sizeof(bool));
+    /* one allocation for both flag arrays: present[n_input], wanted[n_output] */
+    req->present = nr_calloc(cfg->n_input + cfg->n_output + 1, sizeof(bool));
+    req->wanted = req->present + cfg->n_input;
     req->want = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
     req->outputs = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(nr_tensor_t));
     req->t_start_ns = nr_now_ns();
@@ -59,11 +61,7 @@ nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, 
 
 int nr_req_input_index(const nr_req_t *req, const char *name, size_t len)
 {
-    const nr_model_config_t *cfg = req->model->cfg;
-    for (size_t i = 0; i < cfg->n_input; i++)
-        if (strlen(cfg->input[i].name) == len && memcmp(cfg->input[i].name, name, len) == 0)
-            return (int)i;
-    return -1;
+    return nr_model_input_index(req->model, name, len);
 }
 
 nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, nr_dtype_t dtype,
@@ -76,19 +74,23 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
     if (idx >= 0 && req->present[idx])
         return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
                             (int)name_len, name);
-    for (size_t i = 0; i < req->n_extra; i++)
-        if (strlen(req->extra_names[i]) == name_len &&
-            memcmp(req->extra_names[i], name, name_len) == 0)
+    if (idx < 0) {
+        /* unknown names are kept for the error text; the map spots one given twice */
+        char *copy = nr_strndup(name, name_len);
+        if (!nr_strmap_put(&req->extra_index, copy, name_len, (uint32_t)req->n_extra, NULL)) {
+            free(copy);
             return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",
                                 (int)name_len, name);
-    req->n_given++;
-    req->order = nr_realloc(req->order, req->n_given * sizeof(uint32_t));
-    req->order[req->n_order++] = idx < 0 ? NR_REQ_EXTRA + (uint32_t)req->n_extra : (uint32_t)idx;
-    if (idx < 0) {
-        req->extra_names = nr_realloc(req->extra_names, (req->n_extra + 1) * sizeof(char *));
-        req->extra_names[req->n_extra++] = nr_strndup(name, name_len);
-        return NULL;
+        }
+        req->extra_names = nr_grow(req->extra_names, req->n_extra, sizeof(char *));
+        req->extra_names[req->n_extra++] = copy;
     }
+    req->order = nr_grow(req->order, req->n_order, sizeof(uint32_t));
+    req->order[req->n_order++] = idx < 0 ? NR_REQ_EXTRA + (uint32_t)(req->n_extra - 1)
+                                         : (uint32_t)idx;
+    req->n_given++;
+    if (idx < 0)
+        return NULL;
     nr_tensor_t *t = &req->inputs[idx];
     t->name = req->model->cfg->input[idx].name;
     t->dtype = dtype;
@@ -103,19 +105,15 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
 
 nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, size_t name_len)
 {
-    const nr_model_config_t *cfg = req->model->cfg;
-    for (size_t i = 0; i < cfg->n_output; i++) {
-        if (strlen(cfg->output[i].name) != name_len ||
-            memcmp(cfg->output[i].name, name, name_len) != 0)
-            continue;
-        for (size_t k = 0; k < req->n_want; k++)
-            if (req->want[k] == i)
-                return NULL;
+    int i = nr_model_output_index(req->model, name, name_len);
+    if (i < 0)
+        return nr_status_new(NR_INVALID_ARG, "unexpected inference output '%.*s' for model '%s'",
+                             (int)name_len, name, req->model->cfg->name);
+    if (!req->wanted[i]) {
+        req->wanted[i] = true;
         req->want[req->n_want++] = (uint32_t)i;
-        return NULL;
     }
-    return nr_status_new(NR_INVALID_ARG, "unexpected inference output '%.*s' for model '%s'",
-                         (int)name_len, name, cfg->name);
+    return NULL;
 }
 
 void nr_req_free(nr_req_t *req)
@@ -127,10 +125,11 @@ void nr_req_free(nr_req_t *req)
     for (size_t i = 0; i < req->n_extra; i++)
         free(req->extra_names[i]);
     free(req->extra_names);
+    nr_strmap_free(&req->extra_index);
     nr_status_free(req->status);
     free(req->id);
     free(req->inputs);
-    free(req->present);
+    free(req->present); /* and wanted */
     free(req->order);
     free(req->want);
     free(req->outputs);
@@ -347,19 +346,11 @@ nr_status_t *nr_req_validate(nr_req_t *req)
         for (size_t i = 0; i < cfg->n_output; i++)
             req->want[i] = req->model->outputs_by_name[i];
         req->n_want = cfg->n_output;
-    } else {
-        /* report in Triton's order: sorted by output name */
-        uint32_t sorted[cfg->n_output];
+    } else { /* report in Triton's order: sorted by output name */
         size_t n = 0;
-        for (size_t k = 0; k < cfg->n_output; k++) {
-            uint32_t o = req->model->outputs_by_name[k];
-            for (size_t j = 0; j < req->n_want; j++)
-                if (req->want[j] == o) {
-                    sorted[n++] = o;
-                    break;
-                }
-        }
-        memcpy(req->want, sorted, n * sizeof(uint32_t));
+        for (size_t k = 0; k < cfg->n_output; k++)
+            if (req->wanted[req->model->outputs_by_name[k]])
+                req->want[n++] = req->model->outputs_by_name[k];
     }
     req->item.inputs = req->inputs;
     req->item.n_inputs = cfg->n_input;

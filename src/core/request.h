@@ -13,6 +13,7 @@
 #define NR_REQUEST_H
 
 #include "../backends/backend.h"
+#include "../common/strmap.h"
 #include "tensor.h"
 
 #include <stdbool.h>
@@ -36,10 +37,12 @@ struct nr_req_s {
     uint32_t *order;
     size_t n_order;
     char **extra_names; size_t n_extra; /* unknown input names (owned), for the error text */
+    nr_strmap_t extra_index;            /* extra_names -> position: a name given twice */
     /* Requested outputs as config indices, in the order they are reported
      * (Triton: sorted by output name). Empty at submit = all outputs. */
     uint32_t *want;
     size_t n_want;
+    bool *wanted; /* [cfg n_output]: named among the requested outputs */
     nr_tensor_t *outputs; /* [n_want], filled by the backend */
     nr_batch_item_t item; /* the backend's view of this request */
     uint64_t batch_size;

@@ -1,6 +1,8 @@
-/* shm.c - the shared-memory region registry (see shm.h). Regions are few and
- * registered once per client, so a list under one mutex serves; lookups hold
- * the mutex only to find the name and take a reference.
+/* shm.c - the shared-memory region registry (see shm.h): an array sorted by
+ * name under one mutex. A lookup is a binary search (a request may name
+ * regions once per input and output, and up to NR_MAX_SHM_REGIONS may be
+ * registered), holding the mutex only to find the name and take a reference;
+ * registering and unregistering, once per region, shift the array.
  *
  * A client can shrink its object after registering it; the kernel then
  * raises SIGBUS on the next access to the pages past the new end, in whatever
@@ -30,13 +32,13 @@
 
 struct nr_shm_region_s {
     char *name, *key;
+    size_t name_len;
     uint64_t offset, byte_size;
     void *map;        /* mmap'd from offset rounded down to a page; NULL until then */
     size_t map_len;
     char *addr;       /* map + (offset - that page) = the region's first byte */
     atomic_int refs;  /* the registry's one, plus one per request using it */
     int slot;         /* in guard[], -1 before mapping */
-    nr_shm_region_t *next;
 };
 
 /* ---- the SIGBUS guard ------------------------------------------------------ */
@@ -128,7 +130,8 @@ nr_status_t *nr_shm_check(const nr_shm_region_t *r)
 
 struct nr_shm_s {
     pthread_mutex_t mu;
-    nr_shm_region_t *head; /* sorted by name, as Triton's status lists them */
+    nr_shm_region_t **v; /* [n], sorted by name, as Triton's status lists them */
+    size_t n, cap;
 };
 
 nr_shm_t *nr_shm_new(void)
@@ -160,32 +163,65 @@ void nr_shm_free(nr_shm_t *shm)
         return;
     nr_shm_unregister(shm, NULL, 0);
     pthread_mutex_destroy(&shm->mu);
+    free(shm->v);
     free(shm);
 }
 
-/* The link that points at the region named so, or NULL. Under mu. */
-static nr_shm_region_t **find(nr_shm_t *shm, const char *name, size_t len)
+/* Where the region named so is in v (*found), or where it would go. Names
+ * order as bytes, a prefix first (strcmp's order for names without NUL).
+ * Under mu. */
+static size_t search(const nr_shm_t *shm, const char *name, size_t len, bool *found)
 {
-    for (nr_shm_region_t **p = &shm->head; *p != NULL; p = &(*p)->next)
-        if (strlen((*p)->name) == len && memcmp((*p)->name, name, len) == 0)
-            return p;
-    return NULL;
+    size_t lo = 0, hi = shm->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const nr_shm_region_t *r = shm->v[mid];
+        size_t common = r->name_len < len ? r->name_len : len;
+        int c = common ? memcmp(r->name, name, common) : 0;
+        if (c == 0)
+            c = r->name_len < len ? -1 : r->name_len > len;
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
 }
 
-static void unlink_at(nr_shm_region_t **p)
+/* The region named so, or NULL. Under mu. */
+static nr_shm_region_t *find(const nr_shm_t *shm, const char *name, size_t len)
 {
-    nr_shm_region_t *r = *p;
-    *p = r->next;
-    r->next = NULL;
+    bool found;
+    size_t i = search(shm, name, len, &found);
+    return found ? shm->v[i] : NULL;
 }
 
+/* Takes v[i] out. Under mu. */
+static nr_shm_region_t *remove_at(nr_shm_t *shm, size_t i)
+{
+    nr_shm_region_t *r = shm->v[i];
+    memmove(&shm->v[i], &shm->v[i + 1], (shm->n - i - 1) * sizeof(*shm->v));
+    shm->n--;
+    return r;
+}
+
+/* Adds r, whose name is not registered. Under mu. */
 static void insert_sorted(nr_shm_t *shm, nr_shm_region_t *r)
 {
-    nr_shm_region_t **p = &shm->head;
-    while (*p != NULL && strcmp((*p)->name, r->name) < 0)
-        p = &(*p)->next;
-    r->next = *p;
-    *p = r;
+    bool found;
+    size_t i = search(shm, r->name, r->name_len, &found);
+    if (shm->n == shm->cap) {
+        shm->cap = shm->cap ? 2 * shm->cap : 16;
+        shm->v = nr_realloc(shm->v, shm->cap * sizeof(*shm->v));
+    }
+    memmove(&shm->v[i + 1], &shm->v[i], (shm->n - i) * sizeof(*shm->v));
+    shm->v[i] = r;
+    shm->n++;
 }
 
 /* Opens and maps; the mutex is not held (shm_open and mmap are syscalls). */
@@ -244,6 +280,7 @@ nr_status_t *nr_shm_register(nr_shm_t *shm, const char *name, size_t name_len, c
 {
     nr_shm_region_t *r = nr_calloc(1, sizeof(*r));
     r->name = nr_strndup(name, name_len);
+    r->name_len = strlen(r->name);
     r->key = nr_strndup(key, key_len);
     r->offset = offset;
     r->byte_size = byte_size;
@@ -276,13 +313,15 @@ void nr_shm_unregister(nr_shm_t *shm, const char *name, size_t name_len)
 {
     for (;;) {
         pthread_mutex_lock(&shm->mu);
-        nr_shm_region_t **p = name != NULL ? find(shm, name, name_len)
-                              : shm->head != NULL ? &shm->head
-                                                  : NULL;
         nr_shm_region_t *r = NULL;
-        if (p != NULL) {
-            r = *p;
-            unlink_at(p);
+        if (name == NULL) {
+            if (shm->n > 0)
+                r = remove_at(shm, shm->n - 1);
+        } else {
+            bool found;
+            size_t i = search(shm, name, name_len, &found);
+            if (found)
+                r = remove_at(shm, i);
         }
         pthread_mutex_unlock(&shm->mu);
         if (r == NULL)
@@ -299,16 +338,18 @@ nr_status_t *nr_shm_visit(nr_shm_t *shm, const char *name, size_t name_len, nr_s
     nr_status_t *err = NULL;
     pthread_mutex_lock(&shm->mu);
     if (name != NULL) {
-        nr_shm_region_t **p = find(shm, name, name_len);
-        if (p == NULL)
+        nr_shm_region_t *r = find(shm, name, name_len);
+        if (r == NULL)
             err = nr_status_new(NR_NOT_FOUND,
                                 "Unable to find system shared memory region: '%.*s'",
                                 (int)name_len, name);
         else
-            fn(&(nr_shm_info_t){(*p)->name, (*p)->key, (*p)->offset, (*p)->byte_size}, arg);
-    } else {
-        for (nr_shm_region_t *r = shm->head; r != NULL; r = r->next)
             fn(&(nr_shm_info_t){r->name, r->key, r->offset, r->byte_size}, arg);
+    } else {
+        for (size_t i = 0; i < shm->n; i++) {
+            const nr_shm_region_t *r = shm->v[i];
+            fn(&(nr_shm_info_t){r->name, r->key, r->offset, r->byte_size}, arg);
+        }
     }
     pthread_mutex_unlock(&shm->mu);
     return err;
@@ -320,8 +361,7 @@ nr_status_t *nr_shm_get(nr_shm_t *shm, const char *name, size_t name_len, uint64
     *region = NULL;
     *addr = NULL;
     pthread_mutex_lock(&shm->mu);
-    nr_shm_region_t **p = find(shm, name, name_len);
-    nr_shm_region_t *r = p != NULL ? *p : NULL;
+    nr_shm_region_t *r = find(shm, name, name_len);
     if (r != NULL)
         atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&shm->mu);

@@ -149,6 +149,43 @@ def write_batch_sum(repo, name, extra, max_batch_size=8):
     return d
 
 
+def write_identity(repo, name, type_enum, elem, dims, out_dims=None, max_batch_size=0):
+    """Writes model `name`: graph_identity of ONNX type `elem` (rank 2, so `dims` has two entries
+    without batching, one with) and a config with INPUT0 of `type_enum` and `dims`, OUTPUT0 of
+    `out_dims` (default `dims`; ONNX Runtime's variable output dims need -1 in the config)."""
+    d = Path(repo) / name
+    dl = ", ".join(str(x) for x in dims)
+    ol = ", ".join(str(x) for x in (dims if out_dims is None else out_dims))
+    _write(d / "config.pbtxt",
+           f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: {max_batch_size}\n'
+           f'input [ {{ name: "INPUT0" data_type: {type_enum} dims: [ {dl} ] }} ]\n'
+           f'output [ {{ name: "OUTPUT0" data_type: {type_enum} dims: [ {ol} ] }} ]\n'
+           'instance_group [ { kind: KIND_CPU, count: 1 } ]\n')
+    _save(graph_identity(elem), d / "1" / "model.onnx")
+    return d
+
+
+def write_sequence_identity(repo, name):
+    """Writes model `name`: FP32 INPUT0 [batch,n] -> OUTPUT0 = INPUT0, plus the sequence START
+    control input [batch,1] the graph takes and ignores, with a config that has
+    sequence_batching (a model Triton serves with its sequence batcher)."""
+    d = Path(repo) / name
+    _write(d / "config.pbtxt",
+           f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: 8\n'
+           'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+           'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+           'sequence_batching { control_input [ { name: "START" control [ { kind: '
+           'CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1 ] } ] } ] }\n'
+           'instance_group [ { kind: KIND_CPU, count: 1 } ]\n')
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], name,
+        [_vi("INPUT0", TensorProto.FLOAT, ["batch", "n"]),
+         _vi("START", TensorProto.FLOAT, ["batch", 1])],
+        [_vi("OUTPUT0", TensorProto.FLOAT, ["batch", "n"])])
+    _save(graph, d / "1" / "model.onnx")
+    return d
+
+
 # ----------------------------------------------------------------------------- configs
 
 CONFIG_SIMPLE = """name: "simple"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from e2e_util import (assert_error, assert_error_status, assert_matches_recorded, binary_request,
-                      compact, infer_json, post, post_early_answer, raw_exchange, recorded,
+                      compact, get, infer_json, post, post_early_answer, raw_exchange, recorded,
                       replay, request)
 
 GOOD = json.loads(recorded("simple JSON in/out (INT32 [1,16])")["request"]["body"])
@@ -178,6 +178,38 @@ def test_shape_note_matches_recording():
     assert body.endswith("See the model configuration docs for more info on max_batch_size.\"}")
 
 
+# ----------------------------------------------------------------------------- request size
+
+# Enough names that matching them pairwise (the server did: about 100 s of CPU for this one 14 MB
+# request) runs past the client's timeout, while by hash it is a fraction of a second. No
+# assertion on time: a server that is not linear simply does not answer in time.
+MANY = 200_000
+
+
+def test_many_unknown_inputs_answered(main_server):
+    """200,000 inputs the model does not have: Triton's text, every name in it (reversed, as
+    Triton lists them), and the server answers within the client's 60 s."""
+    names = [f"X{i}" for i in range(MANY)]
+    body = compact({"inputs": [{"name": n, "datatype": "INT32", "shape": [1], "data": [1]}
+                               for n in names]}).encode()
+    r = post(main_server.port, "/v2/models/simple/infer", body,
+             {"Content-Type": "application/json"})
+    got = ",".join(f"'{n}'" for n in reversed(names))
+    assert_error(r, 400, f"[request id: <id_unknown>] expected 2 inputs but got {MANY} inputs for "
+                         f"model 'simple'. Got input(s) [{got}], but missing required input(s) "
+                         "['INPUT0','INPUT1']. Please provide all required input(s).")
+
+
+def test_many_inputs_name_given_twice(main_server):
+    """Among 200,000 unknown names, the first one repeated at the end is the error (it is found
+    as it arrives, before the count is checked), as for a short request."""
+    inputs = [{"name": f"X{i}", "datatype": "INT32", "shape": [1], "data": [1]}
+              for i in range(MANY)]
+    inputs.append(dict(inputs[0]))
+    r = infer_json(main_server.port, "simple", {"inputs": inputs})
+    assert_error(r, 400, "[request id: <id_unknown>] input 'X0' already exists in request")
+
+
 # ----------------------------------------------------------------------------- shapes that overflow
 
 @pytest.mark.parametrize("shape", [
@@ -269,18 +301,28 @@ def test_overflowing_header_length_is_400(main_server, value):
 # ----------------------------------------------------------------------------- broken transport
 
 def test_truncated_body_then_close(main_server):
-    """Content-Length promises more than is sent, then the client goes away."""
+    """Content-Length promises more than is sent, then the client stops sending (half-close):
+    other clients are served while that request waits for bytes that never come, the server then
+    closes the connection without an answer (or with a 400), and serves everyone after it."""
+    port = main_server.port
     body = compact(GOOD).encode()
     head = (f"POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
             f"\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-    s = socket.create_connection(("127.0.0.1", main_server.port), timeout=10)
-    s.sendall(head + body[:len(body) // 2])
-    s.shutdown(socket.SHUT_WR)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        s.recv(65536)  # whatever comes (nothing or an error) is fine; a crash is not
-    except OSError:
-        pass
-    s.close()
+        s.sendall(head + body[:len(body) // 2])
+        assert get(port, "/v2/health/live").status == 200
+        r = infer_json(port, "simple", GOOD)
+        assert r.status == 200 and r.body == GOOD_ANSWER, r
+        s.shutdown(socket.SHUT_WR)
+        out = s.recv(65536)  # a timeout here: the server kept a dead request open
+        assert out == b"" or out.startswith(b"HTTP/1.1 400 "), out[:300]
+    finally:
+        s.close()
+    assert main_server.alive(), main_server.describe()
+    assert get(port, "/v2/health/live").status == 200
+    r = infer_json(port, "simple", GOOD)
+    assert r.status == 200 and r.body == GOOD_ANSWER, r
 
 
 def test_garbage_request_line(main_server):

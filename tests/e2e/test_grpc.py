@@ -311,6 +311,26 @@ def test_inference_errors(gc, stub):
         "all required input(s).".replace("expected", "[request id: <id_unknown>] expected", 1))
 
 
+def test_many_unknown_inputs_answered(main_server):
+    """200,000 inputs the model does not have, over gRPC: the names are matched by hash, so the
+    answer (Triton's text, every name) comes well within the call's timeout; pairwise it took
+    minutes. (The 2 MB text travels in the trailers: the client raises its metadata limit.)"""
+    n = 200_000
+    ch = grpc.insecure_channel(main_server.grpc_url, options=[("grpc.max_metadata_size", 1 << 24)])
+    stub = service_pb2_grpc.GRPCInferenceServiceStub(ch)
+    req = service_pb2.ModelInferRequest(model_name="simple")
+    for i in range(n):
+        t = req.inputs.add(name=f"X{i}", datatype="INT32", shape=[1])
+        t.contents.int_contents.append(1)
+    got = ",".join(f"'X{i}'" for i in reversed(range(n)))
+    assert rpc_error(stub.ModelInfer, req) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"[request id: <id_unknown>] expected 2 inputs but got {n} inputs for model 'simple'. Got "
+        f"input(s) [{got}], but missing required input(s) ['INPUT0','INPUT1']. Please provide all "
+        "required input(s).")
+    ch.close()
+
+
 def test_statistics_count_both_protocols(gc, hc):
     before = gc.get_inference_statistics("identity_int64").model_stats[0].inference_stats
     x = np.arange(6, dtype=np.int64).reshape(2, 3)

@@ -12,10 +12,12 @@ import zlib
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from onnx import TensorProto
 from tritonclient.utils import InferenceServerException
 
 from e2e_util import (assert_error, assert_matches_recorded, binary_request, bf16_bits, compact,
                       bytes_tensor, ort_run, post, replay, split_binary_response)
+import models
 from models import DTYPE_MODELS
 
 RNG_SEED = 424242
@@ -217,6 +219,32 @@ def test_raw_request_header_zero(main_server):
          "parameters": {"binary_data_size": 24}}]}
     assert outs["OUTPUT0"] == x.tobytes()
     assert int(r.header("Inference-Header-Content-Length")) == len(r.body) - 24
+
+
+def test_raw_request_shape_deduction(server_factory, tmp_path):
+    """A raw request's shape comes from the config: two variable-size dimensions cannot be
+    deduced (Triton's text, checked before the BYTES rule, so a BYTES input with two gets it
+    too); one is the body's length over the rest; a BYTES input needs exactly one element,
+    which [1, 1] has."""
+    repo = tmp_path / "repo"
+    models.write_identity(repo, "fp32_2var", "TYPE_FP32", TensorProto.FLOAT, [-1, -1])
+    models.write_identity(repo, "bytes_2var", "TYPE_STRING", TensorProto.STRING, [-1, -1])
+    models.write_identity(repo, "fp32_1var", "TYPE_FP32", TensorProto.FLOAT, [2, -1], [-1, -1])
+    models.write_identity(repo, "bytes_1x1", "TYPE_STRING", TensorProto.STRING, [1, 1], [-1, -1])
+    srv = server_factory([repo], name="raw")
+    raw = {"Inference-Header-Content-Length": "0"}
+    x = np.arange(6, dtype=np.float32)
+    for model in ("fp32_2var", "bytes_2var"):
+        assert_error(post(srv.port, f"/v2/models/{model}/infer", x.tobytes(), raw), 400,
+                     "[request id: <id_unknown>] The shape of the raw input 'INPUT0' can not be "
+                     "deduced because there are more than one variable-sized dimension")
+    header, outs = split_binary_response(post(srv.port, "/v2/models/fp32_1var/infer",
+                                              x.tobytes(), raw))
+    assert header["outputs"][0]["shape"] == [2, 3] and outs["OUTPUT0"] == x.tobytes()
+    header, outs = split_binary_response(post(srv.port, "/v2/models/bytes_1x1/infer", b"\x00hi",
+                                              raw))
+    assert header["outputs"][0]["shape"] == [1, 1]
+    assert outs["OUTPUT0"] == bytes_tensor([b"\x00hi"])
 
 
 @pytest.mark.parametrize("model,np_t,kserve", [("identity_fp16", np.float16, "FP16"),

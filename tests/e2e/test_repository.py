@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import models
 from e2e_util import (assert_empty, assert_error, assert_matches_recorded, compact, get,
                       infer_json, post, recorded, replay)
 from models import DTYPE_MODELS
@@ -147,6 +148,30 @@ def test_invalid_config_leaves_others_serving(server_factory, repos):
     assert md.json()["error"].startswith("Request for unknown model: 'bad_config'"), md.body
     assert "bad_config" in srv.log and "config.pbtxt" in srv.log, srv.log_tail()
     assert re.search(r"^E\d{4} .*bad_config", srv.log, re.M), srv.log_tail()
+
+
+SEQ_REASON = ("Unsupported: sequence batching is not supported by nereid (the model "
+              "configuration sets 'sequence_batching')")
+
+
+def test_sequence_batching_refused_at_load(server_factory, tmp_path):
+    """nereid has no sequence batcher: a model with sequence_batching fails to load, plainly
+    (it used to load READY and fail every request with ONNX Runtime's 'Missing Input: START'),
+    in the index, the model table and the log, in Triton's formats."""
+    repo = tmp_path / "repo"
+    models.write_model(repo, "simple")
+    models.write_sequence_identity(repo, "seq")
+    srv = server_factory([repo], ["--exit-on-error=false"], name="seq")
+    index = post(srv.port, "/v2/repository/index", b"").json()
+    assert {"name": "seq", "version": "1", "state": "UNAVAILABLE", "reason": SEQ_REASON} in index
+    assert model_table_in(srv.log) == table(["Model", "Version", "Status"],
+                                            [["seq", "1", "UNAVAILABLE: " + SEQ_REASON],
+                                             ["simple", "1", "READY"]]), srv.log_tail()
+    assert log_line(srv.log, re.escape(f"failed to load 'seq' version 1: {SEQ_REASON}")), \
+        srv.log_tail()
+    r = infer_json(srv.port, "seq", {"inputs": [{"name": "INPUT0", "datatype": "FP32",
+                                                 "shape": [1, 1], "data": [1.0]}]})
+    assert_error(r, 404, "Request for unknown model: 'seq' has no available versions")
 
 
 def test_exit_on_error_true_exits_after_table(server_factory, repos):

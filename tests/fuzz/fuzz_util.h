@@ -42,11 +42,9 @@ static const char *const FUZZ_CFGS[] = {
 };
 #define FUZZ_N_MODELS (sizeof(FUZZ_CFGS) / sizeof(FUZZ_CFGS[0]))
 
-static uint32_t fuzz_by_name[FUZZ_N_MODELS][2] = {{1, 0}, {0, 0}, {0, 0}};
-
 static inline nr_model_t *fuzz_fake_model(size_t i)
 {
-    nr_model_t *m = nr_fake_model(FUZZ_CFGS[i], fuzz_by_name[i], true);
+    nr_model_t *m = nr_fake_model(FUZZ_CFGS[i], true);
     if (m == NULL)
         abort();
     return m;

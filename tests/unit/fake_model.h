@@ -1,7 +1,7 @@
 /* fake_model.h - a loaded model version without a backend, from config text:
  * only what request parsing, validation and reply encoding read (the config,
- * name, version, state, the outputs' sorted-by-name order). For unit tests
- * and fuzz drivers; header-only.
+ * name, version, state, and the name indexes nr_model_index builds). For unit
+ * tests and fuzz drivers; header-only.
  */
 #ifndef NR_FAKE_MODEL_H
 #define NR_FAKE_MODEL_H
@@ -16,10 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* by_name: the config output indices sorted by output name (the caller's
- * array, kept); normalize: apply Triton's config normalization first. NULL
- * (with the parse error on stderr) when the text does not parse. */
-static inline nr_model_t *nr_fake_model(const char *pbtxt, uint32_t *by_name, bool normalize)
+/* normalize: apply Triton's config normalization first. NULL (with the parse
+ * error on stderr) when the text does not parse. */
+static inline nr_model_t *nr_fake_model(const char *pbtxt, bool normalize)
 {
     nr_model_config_t *cfg = NULL;
     nr_status_t *st = nr_cfg_parse(pbtxt, strlen(pbtxt), "test/config.pbtxt", &cfg);
@@ -36,7 +35,7 @@ static inline nr_model_t *nr_fake_model(const char *pbtxt, uint32_t *by_name, bo
     strcpy(m->version_str, "1");
     m->cfg = cfg;
     m->state = NR_MODEL_READY;
-    m->outputs_by_name = by_name;
+    nr_model_index(m);
     return m;
 }
 
@@ -44,6 +43,7 @@ static inline void nr_fake_model_free(nr_model_t *m)
 {
     if (m == NULL)
         return;
+    nr_model_index_free(m);
     nr_cfg_free((nr_model_config_t *)m->cfg);
     free(m);
 }

@@ -3,12 +3,14 @@
  * a test backend whose execution the test can hold and release.
  */
 #include "../../src/common/alloc.h"
+#include "../../src/common/buf.h"
 #include "../../src/core/model.h"
 #include "nr_test.h"
 #include "test_backend.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,6 +164,90 @@ NR_TEST(validate_overflowing_shape)
     unload_model(m);
 }
 
+/* ---- name lookups: O(1) each, so a request costs O(its size) ---- */
+
+/* 200,000 unknown input names: each is looked up and checked against the
+ * others as it arrives. Pairwise matching made this minutes of CPU; now the
+ * whole test takes a fraction of a second. Texts as for a handful. */
+NR_TEST(many_unknown_inputs_cost_linear_time)
+{
+    enum { N = 200000 };
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    nr_req_t *r = nr_req_new(m);
+    char name[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "X%d", i);
+        ASSERT_NULL(add(r, name, NR_TYPE_INT32, 1, 16, 64));
+    }
+    ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64));
+    nr_status_t *st = add(r, "X123456", NR_TYPE_INT32, 1, 16, 64); /* unknown, given before */
+    ASSERT_TRUE(st != NULL);
+    EXPECT_STREQ(st->msg, "[request id: <id_unknown>] input 'X123456' already exists in request");
+    nr_status_free(st);
+    st = add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64); /* known, given before */
+    ASSERT_TRUE(st != NULL);
+    EXPECT_STREQ(st->msg, "[request id: <id_unknown>] input 'INPUT1' already exists in request");
+    nr_status_free(st);
+    char *msg = submit_error(m, r);
+    ASSERT_TRUE(msg != NULL);
+    const char *head = "[request id: <id_unknown>] expected 2 inputs but got 200001 inputs for "
+                       "model 'simple'. Got input(s) ['INPUT1','X199999','X199998',";
+    const char *tail = ",'X1','X0'], but missing required input(s) ['INPUT0']. Please provide "
+                       "all required input(s).";
+    EXPECT_TRUE(strncmp(msg, head, strlen(head)) == 0);
+    EXPECT_TRUE(strlen(msg) > strlen(tail) &&
+                strcmp(msg + strlen(msg) - strlen(tail), tail) == 0);
+    free(msg);
+    nr_req_free(r);
+    unload_model(m);
+}
+
+/* A model with 2,000 inputs and 2,000 outputs, every one of them named by a
+ * request (outputs in reverse, some twice): found by name, the outputs
+ * reported sorted by name, in time linear in the request. */
+NR_TEST(wide_model_names_resolve_by_index)
+{
+    enum { N = 2000 };
+    nr_buf_t cfg;
+    nr_buf_init(&cfg);
+    nr_buf_puts(&cfg, "name: \"wide\" backend: \"onnxruntime\" platform: \"onnxruntime_onnx\" "
+                      "max_batch_size: 0 input [");
+    for (int i = 0; i < N; i++)
+        nr_buf_printf(&cfg, "%s{name: \"I%d\" data_type: TYPE_INT32 dims: [1]}", i ? "," : "", i);
+    nr_buf_puts(&cfg, "] output [");
+    for (int i = 0; i < N; i++)
+        nr_buf_printf(&cfg, "%s{name: \"O%d\" data_type: TYPE_INT32 dims: [1]}", i ? "," : "", i);
+    nr_buf_puts(&cfg, "]");
+    nr_model_t *m = load_model(cfg.data);
+    nr_buf_free(&cfg);
+    ASSERT_TRUE(m != NULL);
+    nr_req_t *r = nr_req_new(m);
+    char name[16];
+    int64_t one = 1;
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "I%d", i);
+        ASSERT_NULL(nr_req_add_input(r, name, strlen(name), NR_TYPE_INT32, &one, 1, zeros, 4));
+    }
+    for (int i = N; i-- > 0;) {
+        snprintf(name, sizeof(name), "O%d", i);
+        ASSERT_NULL(nr_req_add_output(r, name, strlen(name)));
+        if (i % 3 == 0)
+            ASSERT_NULL(nr_req_add_output(r, name, strlen(name))); /* reported once */
+    }
+    ASSERT_OK(nr_req_validate(r));
+    ASSERT_EQ_U64(r->n_want, N);
+    size_t unsorted = 0;
+    for (size_t k = 1; k < r->n_want; k++)
+        unsorted += strcmp(m->cfg->output[r->want[k - 1]].name, m->cfg->output[r->want[k]].name) >= 0;
+    EXPECT_EQ_U64(unsorted, 0);
+    EXPECT_EQ_INT(nr_req_input_index(r, "I1999", 5), 1999);
+    EXPECT_EQ_INT(nr_req_input_index(r, "I2000", 5), -1);
+    EXPECT_EQ_INT(nr_model_output_index(m, "O7", 2), 7);
+    nr_req_free(r);
+    unload_model(m);
+}
+
 /* ---- execution through instances ---- */
 typedef struct {
     pthread_mutex_t mu;
@@ -275,6 +361,56 @@ NR_TEST(dynamic_batching_caps_at_max_batch_size)
 
 /* With allow_inline, a request submitted while an instance is idle and nothing
  * is queued runs on the submitting thread and is done when submit returns. */
+/* An instance whose thread cannot start fails the load (INTERNAL, the
+ * system's reason) and leaves nothing behind: no queue, no instance, the
+ * backend state unloaded. Before, the model was READY with no thread, and a
+ * queued request waited for ever. pthread_create is made to fail by a
+ * default stack size no address space holds (mmap: ENOMEM, so EAGAIN). */
+NR_TEST(instance_thread_failure_fails_the_load)
+{
+    nr_model_config_t *cfg;
+    ASSERT_OK(nr_cfg_parse(SIMPLE, strlen(SIMPLE), "test/config.pbtxt", &cfg));
+    nr_cfg_normalize(cfg);
+    nr_cfg_fill_instance_groups(cfg, 2, 0);
+    ASSERT_OK(nr_cfg_validate(cfg, cfg->name));
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    m->cfg = cfg;
+    m->version = 1;
+    m->backend = &test_backend;
+    pthread_attr_t saved, huge;
+    ASSERT_TRUE(pthread_getattr_default_np(&saved) == 0);
+    pthread_attr_init(&huge);
+    ASSERT_TRUE(pthread_attr_setstacksize(&huge, (size_t)1 << 50) == 0);
+    ASSERT_TRUE(pthread_setattr_default_np(&huge) == 0);
+    nr_status_t *st = nr_model_load(m, "dir", "dir/1/model", 1);
+    pthread_setattr_default_np(&saved);
+    pthread_attr_destroy(&huge);
+    pthread_attr_destroy(&saved);
+    EXPECT_STATUS(st, NR_INTERNAL,
+                  "failed to start the thread of instance 'simple_0': Resource temporarily "
+                  "unavailable");
+    EXPECT_NULL(m->sched);
+    EXPECT_NULL(m->instances);
+    EXPECT_EQ_U64(m->n_instances, 0);
+    EXPECT_NULL(m->backend_state);
+    /* what the repository frees of a version that failed to load */
+    nr_stats_destroy(&m->stats);
+    nr_model_index_free(m);
+    /* threads start again: the same model loads and serves */
+    ASSERT_OK(nr_model_load(m, "dir", "dir/1/model", 1));
+    EXPECT_EQ_U64(m->n_instances, 2);
+    waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int32_t buf[16] = {7};
+    gate_reset(false);
+    m->allow_inline = false; /* through the queue and an instance thread */
+    nr_req_t *r = good_req(m, &w, buf);
+    ASSERT_OK(nr_model_submit(m, r));
+    wait_done(&w, 1);
+    EXPECT_NULL(r->status);
+    nr_req_free(r);
+    unload_model(m);
+}
+
 NR_TEST(inline_execution_on_idle_instance)
 {
     nr_model_t *m = load_model(SIMPLE);

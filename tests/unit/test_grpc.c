@@ -17,11 +17,10 @@ static const char *CFG =
     "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
     "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ -1 ] },"
     " { name: \"A\" data_type: TYPE_INT32 dims: [ -1 ] } ]\n";
-static uint32_t by_name[2] = {1, 0};
 
 static nr_model_t *fake_model(void)
 {
-    nr_model_t *m = nr_fake_model(CFG, by_name, false);
+    nr_model_t *m = nr_fake_model(CFG, false);
     if (m != NULL) {
         m->version = 3;
         strcpy(m->version_str, "3");

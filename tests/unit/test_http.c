@@ -27,12 +27,9 @@ static const char *IDENT =
     "input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
     "output [ { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n";
 
-static uint32_t by_name_simple[2] = {1, 0}; /* OUTPUT0 (index 1) sorts first */
-static uint32_t by_name_ident[1] = {0};
-
-static nr_model_t *fake_model(const char *pbtxt, uint32_t *by_name)
+static nr_model_t *fake_model(const char *pbtxt)
 {
-    return nr_fake_model(pbtxt, by_name, false);
+    return nr_fake_model(pbtxt, false);
 }
 
 static void fake_free(nr_model_t *m)
@@ -147,7 +144,7 @@ NR_TEST(json_values)
 
 NR_TEST(infer_json_inputs)
 {
-    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    nr_model_t *m = fake_model(SIMPLE);
     ASSERT_NOT_NULL(m);
     const char *b = "{\"id\":\"r7\",\"parameters\":{\"priority\":3,\"timeout\":99,\"x\":1.5},"
                     "\"inputs\":[" GOOD_IN1 "," GOOD_IN0 "],"
@@ -172,7 +169,7 @@ NR_TEST(infer_json_inputs)
 
 NR_TEST(infer_binary_inputs_are_views)
 {
-    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    nr_model_t *m = fake_model(SIMPLE);
     ASSERT_NOT_NULL(m);
     const char *h = "{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],\"datatype\":\"INT32\","
                     "\"parameters\":{\"binary_data_size\":64}}," GOOD_IN1 "],"
@@ -214,7 +211,7 @@ NR_TEST(infer_binary_inputs_are_views)
 
 NR_TEST(infer_parse_errors)
 {
-    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    nr_model_t *m = fake_model(SIMPLE);
     ASSERT_NOT_NULL(m);
     EXPECT_STATUS(parse_str(m, "null"), NR_INVALID_ARG,
                   "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'");
@@ -291,7 +288,7 @@ NR_TEST(infer_parse_errors)
 
 NR_TEST(infer_raw_request)
 {
-    nr_model_t *m = fake_model(IDENT, by_name_ident);
+    nr_model_t *m = fake_model(IDENT);
     ASSERT_NOT_NULL(m);
     float x[4] = {1, 2, 3, 4};
     nr_http_infer_t *inf;
@@ -333,7 +330,7 @@ static char *flatten(const nr_http_resp_t *r, size_t *len)
 
 NR_TEST(encode_json_and_binary)
 {
-    nr_model_t *m = fake_model(SIMPLE, by_name_simple);
+    nr_model_t *m = fake_model(SIMPLE);
     ASSERT_NOT_NULL(m);
     const char *b = "{\"id\":\"q\",\"inputs\":[],\"outputs\":[{\"name\":\"OUTPUT1\","
                     "\"parameters\":{\"binary_data\":true}},{\"name\":\"OUTPUT0\"}]}";
@@ -379,7 +376,7 @@ NR_TEST(encode_json_and_binary)
 
 NR_TEST(encode_numbers_and_fp16)
 {
-    nr_model_t *m = fake_model(IDENT, by_name_ident);
+    nr_model_t *m = fake_model(IDENT);
     ASSERT_NOT_NULL(m);
     nr_http_infer_t *inf;
     ASSERT_OK(parse(m, "{\"inputs\":[]}", 13, NULL, &inf));

@@ -6,11 +6,13 @@
  * reply order, classification, a request error passed on).
  */
 #include "../../src/common/alloc.h"
+#include "../../src/common/buf.h"
 #include "../../src/common/log.h"
 #include "../../src/core/infer.h"
 #include "fake_model.h"
 #include "nr_test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,11 +23,10 @@ static const char *CFG =
     "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n"
     "output [ { name: \"B\" data_type: TYPE_FP32 dims: [ 3 ] },"
     " { name: \"A\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n";
-static uint32_t by_name[2] = {1, 0};
 
 static nr_model_t *fake_model(void)
 {
-    return nr_fake_model(CFG, by_name, false);
+    return nr_fake_model(CFG, false);
 }
 
 static void fake_free(nr_model_t *m)
@@ -287,6 +288,50 @@ NR_TEST(classification)
     EXPECT_EQ_INT(out.ndim, 1);
     EXPECT_EQ_INT(out.dims[0], 3);
     EXPECT_TRUE(memcmp(buf + 4, "16:0", 4) == 0);
+    free(buf);
+}
+
+/* The classification's elements, "<value>:<index>" each, joined with spaces. */
+static char *class_strings(const char *buf, size_t size)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    for (size_t off = 0; off + 4 <= size;) {
+        uint32_t l;
+        memcpy(&l, buf + off, 4);
+        nr_buf_printf(&b, "%s%.*s", b.len ? " " : "", (int)l, buf + off + 4);
+        off += 4 + l;
+    }
+    return nr_buf_steal(&b, NULL);
+}
+
+/* NaN ranks below every number, -inf included, and NaNs among themselves by
+ * index: a strict weak order, so the top-k is sorted and the same every time
+ * (Triton sorts with `a > b`, which NaN breaks: its order is unspecified). */
+NR_TEST(classification_nan_last)
+{
+    float v[16] = {NAN, 0.5f, -NAN, 2.0f, -INFINITY, 1.0f, NAN, -1.0f,
+                   NAN, NAN, 3.0f, NAN, 0.25f, NAN, INFINITY, NAN};
+    nr_tensor_t t = {.dtype = NR_TYPE_FP32, .ndim = 1, .dims = {16}, .data = v, .size = 64};
+    nr_tensor_t out;
+    char *buf;
+    ASSERT_OK(nr_classify(&t, false, 16, NULL, &out, &buf));
+    char *got = class_strings(buf, out.size);
+    EXPECT_STREQ(got, "inf:14 3.000000:10 2.000000:3 1.000000:5 0.500000:1 0.250000:12 "
+                      "-1.000000:7 -inf:4 nan:0 -nan:2 nan:6 nan:8 nan:9 nan:11 nan:13 nan:15");
+    free(got);
+    free(buf);
+    ASSERT_OK(nr_classify(&t, false, 3, NULL, &out, &buf)); /* top 3: no NaN */
+    got = class_strings(buf, out.size);
+    EXPECT_STREQ(got, "inf:14 3.000000:10 2.000000:3");
+    free(got);
+    free(buf);
+    double d[6] = {NAN, NAN, -2.0, NAN, 7.5, NAN};
+    nr_tensor_t td = {.dtype = NR_TYPE_FP64, .ndim = 2, .dims = {2, 3}, .data = d, .size = 48};
+    ASSERT_OK(nr_classify(&td, true, 2, NULL, &out, &buf));
+    got = class_strings(buf, out.size);
+    EXPECT_STREQ(got, "-2.000000:2 nan:0 7.500000:1 nan:0"); /* per batch item */
+    free(got);
     free(buf);
 }
 

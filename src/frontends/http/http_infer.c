@@ -452,7 +452,10 @@ static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
 }
 
 /* Header length 0: the whole body is the only input of a one-input model,
- * with batch 1 prepended; outputs default to binary (Triton's raw request). */
+ * with batch 1 prepended; outputs default to binary (Triton's raw request).
+ * The shape is the config's, in Triton's order of checks: at most one
+ * variable-size dimension, whose size the body's length gives; a BYTES input
+ * must have exactly one element (the body, behind its 4-byte length). */
 static nr_status_t *parse_raw(nr_http_infer_t *inf)
 {
     const nr_model_config_t *cfg = inf->base.model->cfg;
@@ -465,20 +468,38 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
                             "%zu inputs in '%s' model configuration",
                             cfg->n_input, inf->base.model->name);
     const nr_cfg_input_t *in = &cfg->input[0];
+    size_t wild = SIZE_MAX; /* the variable-size dimension, if any */
+    uint64_t known = 1;     /* product of the others; 0 if it overflows */
+    for (size_t i = 0; i < in->dims.n; i++) {
+        if (in->dims.v[i] < 0) {
+            if (wild != SIZE_MAX)
+                return nr_req_error(req, NR_INVALID_ARG,
+                                    "The shape of the raw input '%s' can not be deduced because "
+                                    "there are more than one variable-sized dimension",
+                                    in->name);
+            wild = i;
+        } else if (nr_mul_overflow(known, (uint64_t)in->dims.v[i], &known)) {
+            known = 0;
+        }
+    }
+    if (in->data_type == NR_TYPE_STRING && (wild != SIZE_MAX || known != 1))
+        return nr_req_error(req, NR_INVALID_ARG,
+                            "For BYTE datatype raw input '%s', the model must have input "
+                            "shape [1]",
+                            in->name);
+    size_t es = nr_dtype_size(in->data_type);
+    size_t nd = cfg->max_batch_size > 0 ? 1 : 0;
+    if ((es == 0 && in->data_type != NR_TYPE_STRING) || nd + in->dims.n > NR_MAX_DIMS)
+        return nr_req_error(req, NR_INVALID_ARG, "unsupported raw input for model '%s'",
+                            inf->base.model->name);
     int64_t dims[NR_MAX_DIMS];
-    size_t nd = 0;
-    if (cfg->max_batch_size > 0)
-        dims[nd++] = 1;
+    dims[0] = 1; /* the batch dimension, when the model has one */
+    for (size_t i = 0; i < in->dims.n; i++)
+        dims[nd + i] = in->dims.v[i];
+    nd += in->dims.n;
     const void *data = inf->body_len ? inf->body : empty_data;
     size_t size = inf->body_len;
     if (in->data_type == NR_TYPE_STRING) {
-        if (in->dims.n != 1 || in->dims.v[0] != 1)
-            return nr_req_error(req, NR_INVALID_ARG,
-                                "For BYTE datatype raw input '%s', the model must have input "
-                                "shape [1]",
-                                in->name);
-        dims[nd++] = 1;
-        /* one element: the body, behind its 4-byte length */
         if (inf->body_len > UINT32_MAX)
             return nr_req_error(req, NR_INVALID_ARG, "raw BYTES input larger than 4 GiB");
         char *buf = nr_infer_keep(&inf->base, nr_malloc(inf->body_len + 4));
@@ -489,35 +510,15 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
         data = buf;
         size = inf->body_len + 4;
     } else {
-        size_t es = nr_dtype_size(in->data_type);
-        if (es == 0 || nd + in->dims.n > NR_MAX_DIMS)
-            return nr_req_error(req, NR_INVALID_ARG, "unsupported raw input for model '%s'",
-                                inf->base.model->name);
-        uint64_t known = 1;
-        for (size_t i = 0; i < in->dims.n; i++)
-            if (in->dims.v[i] >= 0 && nr_mul_overflow(known, (uint64_t)in->dims.v[i], &known))
-                known = 0;
-        uint64_t elems = inf->body_len / es;
-        bool first = true;
-        for (size_t i = 0; i < in->dims.n; i++) {
-            int64_t d = in->dims.v[i];
-            if (d < 0) {
-                d = first && known ? (int64_t)(elems / known) : (first ? 0 : 1);
-                first = false;
-            }
-            dims[nd++] = d;
-        }
+        if (wild != SIZE_MAX)
+            dims[nd - in->dims.n + wild] = known ? (int64_t)(inf->body_len / es / known) : 0;
         uint64_t cnt, expect;
-        if (!nr_shape_count(dims, nd, &cnt) || nr_mul_overflow(cnt, es, &expect) ||
-            expect != inf->body_len)
+        bool sized = nr_shape_count(dims, nd, &cnt) && !nr_mul_overflow(cnt, es, &expect);
+        if (!sized || expect != inf->body_len)
             return nr_req_error(req, NR_INVALID_ARG,
                                 "input byte size mismatch for input 'raw_input' for model '%s'. "
                                 "Expected %llu, got %zu",
-                                inf->base.model->name,
-                                (unsigned long long)(nr_shape_count(dims, nd, &cnt) &&
-                                                             !nr_mul_overflow(cnt, es, &expect)
-                                                         ? expect
-                                                         : 0),
+                                inf->base.model->name, (unsigned long long)(sized ? expect : 0),
                                 inf->body_len);
     }
     return nr_req_add_input(req, in->name, strlen(in->name), in->data_type, dims, nd, data, size);
