@@ -67,7 +67,7 @@ def instructions_per_request(tmp, n=1000):
     out = os.path.join(tmp, "callgrind.out")
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                           NEREID, f"--model-repository={repo}", f"--http-port={PORT}",
-                          "--http-address=127.0.0.1"],
+                          "--http-address=127.0.0.1", "--grpc-port=0", "--metrics-port=0"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_live(PORT, p, 600, "/v2/health/ready")
@@ -93,6 +93,8 @@ def instructions_per_request(tmp, n=1000):
     finally:
         stop_server(p)
     dumps = sorted(f for f in glob.glob(out + ".*") if re.search(r"\.\d+$", f))
+    if os.environ.get("CALLGRIND_KEEP"):
+        shutil.copy(dumps[0], os.environ["CALLGRIND_KEEP"])
     if not dumps:
         sys.exit("callgrind wrote no dump")
     cost = self_cost_by_object(dumps[0])

@@ -237,3 +237,26 @@ def test_library_quirks_leave_the_server_serving(server_factory, repos):
     ok_infer(srv.port)
     assert closed_by_peer(s, 20)  # the idle timeout ends it
     ok_infer(srv.port)
+
+
+def test_clients_closing_mid_request_do_not_hold_fds(server_factory, repos):
+    """A client that sends a partial header or part of a body and closes in the same breath
+    (the FIN arriving with the bytes) frees its connection long before the idle timeout;
+    one that half-closes after a whole request still gets its answer."""
+    srv = server_factory([repos["repo_small"]], [])  # idle timeout: the default, 300 s
+    ok_infer(srv.port)
+    base = fds_of(srv)
+    for i in range(200):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(infer_head(len(BODY)) + BODY[: len(BODY) // 2] if i % 2
+                  else b"POST " + IDENT.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Len")
+        s.close()
+    wait_for(lambda: fds_of(srv) <= base + 2, 20, "the server closing 200 abandoned connections")
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(infer_head(len(BODY)) + BODY)
+        s.shutdown(socket.SHUT_WR)
+        r = SockReader(s).read_response()
+        assert r.status == 200, r
+        s.close()
+    ok_infer(srv.port)

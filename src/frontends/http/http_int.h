@@ -2,6 +2,7 @@
  *
  *   http_server.c    daemon (libmicrohttpd), routing table, body accumulation,
  *                    turning an nr_http_resp_t into bytes on the wire
+ *   http_conn.c      the open connections: limit, refusal, sweeper
  *   http_infer.c     POST .../infer: body -> nr_req_t (JSON + binary + raw)
  *   http_encode.c    finished request -> JSON header + binary chunks
  *   http_json.c      metadata, config, stats, repository index, logging, error bodies
@@ -87,6 +88,30 @@ void nr_http_resp_init(nr_http_resp_t *r);
 /* Releases whatever the response still owns (used when it is never sent). */
 void nr_http_resp_release(nr_http_resp_t *r);
 
+/* ---- http_conn.c: the open connections ---------------------------------- */
+
+typedef struct nr_http_conn_s nr_http_conn_t;
+
+/* Every open connection, counted against --http-max-connections, and the
+ * sweeper thread that closes the ones whose client has gone. */
+typedef struct {
+    pthread_mutex_t mu;   /* guards the list; a connection's fd stays open while listed */
+    nr_http_conn_t *head;
+    atomic_int open;      /* connections open, refused ones included */
+    atomic_bool refusing; /* the last connection was refused (a burst) */
+    atomic_ullong refused; /* refused in this burst */
+    pthread_t sweeper;
+    bool sweeping;        /* the sweeper runs; stop: set false under mu, signal cv */
+    pthread_cond_t cv;
+} nr_http_conns_t;
+
+struct nr_http_server_s;
+void nr_http_conns_init(struct nr_http_server_s *s);
+void nr_http_conns_free(struct nr_http_server_s *s);
+/* (http_conn.h has the two calls that take libmicrohttpd's types.) */
+void nr_http_sweeper_start(struct nr_http_server_s *s);
+void nr_http_sweeper_stop(struct nr_http_server_s *s);
+
 /* ---- http_server.c: server state read by the handlers -------------------- */
 
 struct nr_http_server_s {
@@ -95,9 +120,7 @@ struct nr_http_server_s {
     struct MHD_Daemon *daemon;
     _Atomic bool quiesced;
     int port;                  /* bound port */
-    atomic_int open_conns;     /* connections open, refused ones included */
-    atomic_bool refusing;      /* the last connection was refused (a burst) */
-    atomic_ullong refused;     /* refused in this burst */
+    nr_http_conns_t conns;     /* the open connections (http_conn.c) */
     atomic_ullong body_bytes;  /* request body bytes held (--http-body-memory-limit) */
     pthread_mutex_t park_mu;   /* guards parked; park_cv: it became 0 */
     pthread_cond_t park_cv;
