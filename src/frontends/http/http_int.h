@@ -122,9 +122,7 @@ struct nr_http_server_s {
     int port;                  /* bound port */
     nr_http_conns_t conns;     /* the open connections (http_conn.c) */
     atomic_ullong body_bytes;  /* request body bytes held (--http-body-memory-limit) */
-    pthread_mutex_t park_mu;   /* guards parked; park_cv: it became 0 */
-    pthread_cond_t park_cv;
-    int parked;                /* connections suspended while their request runs */
+    atomic_int parked;         /* connections suspended while their request runs */
     char *server_meta;         /* GET /v2 body, rendered once */
     size_t server_meta_len;
 };

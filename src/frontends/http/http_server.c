@@ -636,9 +636,7 @@ static void wake(nr_http_async_t *a)
 static void park(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq)
 {
     rq->parked = true;
-    pthread_mutex_lock(&s->park_mu);
-    s->parked++;
-    pthread_mutex_unlock(&s->park_mu);
+    atomic_fetch_add(&s->parked, 1);
     MHD_suspend_connection(c);
     int expect = ST_RUNNING;
     if (!atomic_compare_exchange_strong(&rq->state, &expect, ST_PARKED))
@@ -647,10 +645,7 @@ static void park(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq)
 
 static void unpark(nr_http_server_t *s)
 {
-    pthread_mutex_lock(&s->park_mu);
-    if (--s->parked == 0)
-        pthread_cond_broadcast(&s->park_cv);
-    pthread_mutex_unlock(&s->park_mu);
+    atomic_fetch_sub(&s->parked, 1);
 }
 
 /* A deferred answer, once its request is done. */
@@ -745,8 +740,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 void nr_http_server_free(nr_http_server_t *s)
 {
     nr_http_conns_free(s);
-    pthread_mutex_destroy(&s->park_mu);
-    pthread_cond_destroy(&s->park_cv);
     free(s->server_meta);
     free((char *)s->opts.address);
     free(s);
@@ -769,8 +762,7 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t 
     atomic_init(&s->quiesced, false);
     atomic_init(&s->body_bytes, 0);
     nr_http_conns_init(s);
-    pthread_mutex_init(&s->park_mu, NULL);
-    pthread_cond_init(&s->park_cv, NULL);
+    atomic_init(&s->parked, 0);
     s->server_meta = nr_http_server_meta_render(core, &s->server_meta_len);
     return s;
 }
@@ -846,11 +838,11 @@ void nr_http_stop(nr_http_server_t *srv)
         return;
     nr_http_quiesce(srv);
     /* MHD must not stop with a connection suspended: let every request in
-     * flight finish and resume its connection first. */
-    pthread_mutex_lock(&srv->park_mu);
-    while (srv->parked > 0)
-        pthread_cond_wait(&srv->park_cv, &srv->park_mu);
-    pthread_mutex_unlock(&srv->park_mu);
+     * flight finish and its connection be resumed first. */
+    while (atomic_load(&srv->parked) > 0) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     nr_http_sweeper_stop(srv);
     MHD_stop_daemon(srv->daemon);
     nr_http_server_free(srv);
