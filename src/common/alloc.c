@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(size_t size)
+void nr_oom(size_t size)
 {
     fprintf(stderr, "nereid: out of memory allocating %zu bytes\n", size);
     abort();
@@ -17,7 +17,7 @@ void *nr_malloc(size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (p == NULL)
-        oom(size);
+        nr_oom(size);
     return p;
 }
 
@@ -25,7 +25,7 @@ void *nr_calloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (p == NULL)
-        oom(n * size);
+        nr_oom(n * size);
     return p;
 }
 
@@ -33,7 +33,7 @@ void *nr_realloc(void *p, size_t size)
 {
     void *q = realloc(p, size ? size : 1);
     if (q == NULL)
-        oom(size);
+        nr_oom(size);
     return q;
 }
 

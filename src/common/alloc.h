@@ -20,6 +20,8 @@ char *nr_vasprintf(const char *fmt, va_list ap);
 /* Array p of n elements of `size` bytes, with room made for element n (call
  * before each append): it grows by doubling, so n appends copy O(n) in all. */
 void *nr_grow(void *p, size_t n, size_t size);
+/* What the wrappers do when memory runs out: report size and abort. */
+_Noreturn void nr_oom(size_t size);
 
 /* true on overflow */
 static inline bool nr_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)

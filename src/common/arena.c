@@ -3,6 +3,7 @@
 
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,13 +13,17 @@ struct nr_arena_chunk_s {
     _Alignas(16) unsigned char data[];
 };
 
-void *nr_arena_alloc(nr_arena_t *a, size_t size)
+void *nr_arena_try_alloc(nr_arena_t *a, size_t size)
 {
+    if (size > SIZE_MAX - sizeof(nr_arena_chunk_t) - 15)
+        return NULL;
     size = (size + 15) & ~(size_t)15;
     nr_arena_chunk_t *c = a->chunks;
     if (c == NULL || c->cap - c->used < size) {
         size_t cap = size > a->chunk_size ? size : a->chunk_size;
-        c = nr_malloc(sizeof(nr_arena_chunk_t) + cap);
+        c = malloc(sizeof(nr_arena_chunk_t) + cap);
+        if (c == NULL)
+            return NULL;
         c->used = 0;
         c->cap = cap;
         c->next = a->chunks;
@@ -26,6 +31,14 @@ void *nr_arena_alloc(nr_arena_t *a, size_t size)
     }
     void *p = c->data + c->used;
     c->used += size;
+    return p;
+}
+
+void *nr_arena_alloc(nr_arena_t *a, size_t size)
+{
+    void *p = nr_arena_try_alloc(a, size);
+    if (p == NULL)
+        nr_oom(size);
     return p;
 }
 

@@ -22,6 +22,8 @@ static inline nr_arena_t nr_arena_init(size_t chunk_size)
 }
 /* size bytes aligned to 16, uninitialised; aborts on out-of-memory like nr_malloc. */
 void *nr_arena_alloc(nr_arena_t *a, size_t size);
+/* The same, but NULL when the memory cannot be had (sizes from the wire). */
+void *nr_arena_try_alloc(nr_arena_t *a, size_t size);
 void *nr_arena_calloc(nr_arena_t *a, size_t size); /* zeroed */
 char *nr_arena_strndup(nr_arena_t *a, const char *s, size_t n); /* NUL-terminated copy */
 void nr_arena_free(nr_arena_t *a); /* frees every chunk; the arena is empty again */

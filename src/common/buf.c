@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,27 @@ void nr_buf_reset(nr_buf_t *b)
     b->len = 0;
 }
 
-void nr_buf_reserve(nr_buf_t *b, size_t extra)
+bool nr_buf_try_reserve(nr_buf_t *b, size_t extra)
 {
-    if (b->len + extra + 1 <= b->cap)
-        return;
+    if (extra < b->cap - b->len) /* room for extra and the NUL */
+        return true;
+    if (extra > SIZE_MAX / 4 - b->len)
+        return false;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra + 1)
         cap *= 2;
-    b->data = nr_realloc(b->data, cap);
+    char *p = realloc(b->data, cap);
+    if (p == NULL)
+        return false;
+    b->data = p;
     b->cap = cap;
+    return true;
+}
+
+void nr_buf_reserve(nr_buf_t *b, size_t extra)
+{
+    if (!nr_buf_try_reserve(b, extra))
+        nr_oom(b->len + extra + 1);
 }
 
 void nr_buf_append(nr_buf_t *b, const void *p, size_t n)

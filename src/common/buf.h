@@ -5,6 +5,7 @@
 #define NR_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ void nr_buf_init(nr_buf_t *b);
 void nr_buf_free(nr_buf_t *b);
 void nr_buf_reset(nr_buf_t *b); /* len = 0, memory kept */
 void nr_buf_reserve(nr_buf_t *b, size_t extra);
+/* The same for sizes from the wire: false (b unchanged) when the memory
+ * cannot be had, instead of aborting. */
+bool nr_buf_try_reserve(nr_buf_t *b, size_t extra);
 void nr_buf_append(nr_buf_t *b, const void *p, size_t n);
 void nr_buf_puts(nr_buf_t *b, const char *s);
 void nr_buf_putc(nr_buf_t *b, char c);

@@ -9,5 +9,8 @@
 #define NR_MAX_CONFIG_BYTES (16u << 20)        /* config.pbtxt size */
 #define NR_MAX_PBTXT_DEPTH 64                  /* message nesting in config.pbtxt */
 #define NR_MAX_SHM_REGIONS 4096                /* shared-memory regions registered at once */
+#define NR_MAX_ERROR_MSG (64u << 10)           /* an error message (they quote names and ids
+                                                  from the wire) whose whole text cannot be
+                                                  allocated: cut to this, ending in "..." */
 
 #endif

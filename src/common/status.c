@@ -4,6 +4,7 @@
 #include "status.h"
 
 #include "alloc.h"
+#include "limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +20,44 @@ static const struct {
 #undef NR_X
 };
 
+/* The message, whole when its memory can be had: it may quote a name or an id
+ * of any length from the wire, and an allocation of that size must not abort.
+ * Otherwise its first NR_MAX_ERROR_MSG bytes, ending in "...". */
+static char *capped(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) /* beyond INT_MAX bytes */
+        return nr_strdup("(error message too long to print)");
+    size_t len = (size_t)n;
+    char *s = malloc(len + 1);
+    if (s == NULL) {
+        len = len < NR_MAX_ERROR_MSG ? len : NR_MAX_ERROR_MSG;
+        s = nr_malloc(len + 1);
+    }
+    vsnprintf(s, len + 1, fmt, ap);
+    if ((size_t)n > len)
+        memcpy(s + len - 3, "...", 3);
+    return s;
+}
+
+static char *capped_printf(const char *fmt, ...) NR_PRINTF(1, 2);
+static char *capped_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = capped(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 nr_status_t *nr_status_newv(nr_code_t code, const char *fmt, va_list ap)
 {
     nr_status_t *st = nr_malloc(sizeof(*st));
     st->code = code;
-    st->msg = nr_vasprintf(fmt, ap);
+    st->msg = capped(fmt, ap);
     return st;
 }
 
@@ -42,9 +76,9 @@ nr_status_t *nr_status_prefix(nr_status_t *st, const char *fmt, ...)
         return NULL;
     va_list ap;
     va_start(ap, fmt);
-    char *pre = nr_vasprintf(fmt, ap);
+    char *pre = capped(fmt, ap);
     va_end(ap);
-    char *joined = nr_asprintf("%s%s", pre, st->msg);
+    char *joined = capped_printf("%s%s", pre, st->msg);
     free(pre);
     free(st->msg);
     st->msg = joined;

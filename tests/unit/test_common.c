@@ -1,0 +1,117 @@
+/* test_common.c - the fallible side of common/: allocations a request sizes
+ * (nr_arena_try_alloc, nr_buf_try_reserve) fail as values, never abort, and
+ * an error message quoting a name of any length is whole when memory allows,
+ * else NR_MAX_ERROR_MSG bytes.
+ */
+#include "../../src/common/arena.h"
+#include "../../src/common/buf.h"
+#include "../../src/common/limits.h"
+#include "../../src/common/status.h"
+#include "nr_test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+NR_TEST(arena_try_alloc_fails_as_null)
+{
+    nr_arena_t a = nr_arena_init(256);
+    char *p = nr_arena_try_alloc(&a, 100);
+    ASSERT_NOT_NULL(p);
+    memset(p, 1, 100);
+    EXPECT_NULL(nr_arena_try_alloc(&a, SIZE_MAX));
+    EXPECT_NULL(nr_arena_try_alloc(&a, SIZE_MAX - 8)); /* refused before malloc (ASan) */
+    char *q = nr_arena_try_alloc(&a, 1000); /* the arena still works */
+    ASSERT_NOT_NULL(q);
+    EXPECT_TRUE(((uintptr_t)q & 15) == 0 && p[99] == 1);
+    nr_arena_free(&a);
+}
+
+NR_TEST(buf_try_reserve_fails_and_keeps_the_buffer)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_buf_puts(&b, "kept");
+    EXPECT_FALSE(nr_buf_try_reserve(&b, SIZE_MAX - 2));
+    EXPECT_FALSE(nr_buf_try_reserve(&b, (size_t)1 << 62)); /* refused before realloc */
+    EXPECT_TRUE(b.len == 4 && strcmp(b.data, "kept") == 0);
+    EXPECT_TRUE(nr_buf_try_reserve(&b, 5000));
+    EXPECT_TRUE(b.cap >= 5005 && strcmp(b.data, "kept") == 0);
+    size_t cap = b.cap;
+    EXPECT_TRUE(nr_buf_try_reserve(&b, cap - b.len - 1)); /* fits: nothing moves */
+    EXPECT_EQ_U64(b.cap, cap);
+    nr_buf_free(&b);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* gcc */
+#define SANITIZED 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* In a child whose address space is limited to what it maps now plus a
+ * little: an error quoting a 64 MiB name cannot have its whole text. Exits 0
+ * when the message fell back to NR_MAX_ERROR_MSG bytes ending in "...". */
+__attribute__((unused)) static int short_of_memory_child(void)
+{
+    size_t n = (size_t)64 << 20;
+    char *name = malloc(n);
+    if (name == NULL)
+        return 2;
+    memset(name, 'x', n);
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long vm_kb = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmSize: %llu kB", &vm_kb) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    struct rlimit rl = {(rlim_t)(vm_kb << 10) + (8u << 20), (rlim_t)(vm_kb << 10) + (8u << 20)};
+    if (vm_kb == 0 || setrlimit(RLIMIT_AS, &rl) != 0)
+        return 3;
+    nr_status_t *st = nr_status_new(NR_INVALID_ARG, "input '%.*s' is unknown", (int)n, name);
+    size_t len = strlen(st->msg);
+    bool ok = len == NR_MAX_ERROR_MSG && strncmp(st->msg, "input 'xxx", 10) == 0 &&
+              strcmp(st->msg + len - 4, "x...") == 0;
+    return ok ? 0 : 1;
+}
+
+NR_TEST(error_messages_whole_or_cut_short_of_memory)
+{
+    size_t n = 3 * NR_MAX_ERROR_MSG; /* memory there is: the whole text, as Triton's */
+    char *name = malloc(n);
+    ASSERT_NOT_NULL(name);
+    memset(name, 'x', n);
+    nr_status_t *st = nr_status_new(NR_INVALID_ARG, "input '%.*s' is unknown", (int)n, name);
+    EXPECT_EQ_U64(strlen(st->msg), n + 19);
+    st = nr_status_prefix(st, "[request id: %.*s] ", (int)n, name);
+    EXPECT_EQ_U64(strlen(st->msg), 2 * n + 19 + 15);
+    nr_status_free(st);
+    free(name);
+    EXPECT_STATUS(nr_status_prefix(nr_status_new(NR_UNAVAILABLE, "b %d", 7), "a "),
+                  NR_UNAVAILABLE, "a b 7");
+#if SANITIZED
+    /* a sanitizer's allocator and shadow memory do not fit such a limit */
+#else
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0)
+        _exit(short_of_memory_child());
+    int wst;
+    ASSERT_TRUE(waitpid(pid, &wst, 0) == pid);
+    EXPECT_TRUE(WIFEXITED(wst));
+    EXPECT_EQ_INT(WEXITSTATUS(wst), 0);
+#endif
+}
+
+NR_TEST_MAIN()
