@@ -215,6 +215,11 @@ $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
+# The JSON infer request parser alone (bench/infer_parse.c; run by hand)
+$(BUILD)/bin/bench-infer-parse: bench/infer_parse.c $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 # gRPC's C client as a load generator (bench/protocols.py)
 $(BUILD)/bin/bench-grpc-load: bench/grpc_load.c
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,10 +44,30 @@ nr_req_t *nr_req_new(nr_model_t *model)
     return req;
 }
 
-void nr_req_set_id(nr_req_t *req, const char *id, size_t len)
+/* A copy of a name or id from the wire: NULL when it cannot be had. */
+static char *wire_strndup(const char *s, size_t n)
+{
+    char *d = n < SIZE_MAX ? malloc(n + 1) : NULL;
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static nr_status_t *no_memory(size_t size, const char *what)
+{
+    return nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes for the request's %s",
+                         size, what);
+}
+
+nr_status_t *nr_req_set_id(nr_req_t *req, const char *id, size_t len)
 {
     free(req->id);
-    req->id = len ? nr_strndup(id, len) : NULL;
+    req->id = NULL;
+    if (len > 0 && (req->id = wire_strndup(id, len)) == NULL)
+        return no_memory(len + 1, "id");
+    return NULL;
 }
 
 nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, ...)
@@ -76,7 +97,9 @@ nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, size_t name_len, 
                             (int)name_len, name);
     if (idx < 0) {
         /* unknown names are kept for the error text; the map spots one given twice */
-        char *copy = nr_strndup(name, name_len);
+        char *copy = wire_strndup(name, name_len);
+        if (copy == NULL)
+            return no_memory(name_len + 1, "input name");
         if (!nr_strmap_put(&req->extra_index, copy, name_len, (uint32_t)req->n_extra, NULL)) {
             free(copy);
             return nr_req_error(req, NR_INVALID_ARG, "input '%.*s' already exists in request",

@@ -75,7 +75,8 @@ NR_MUST_CHECK nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, siz
 /* Unknown output -> "unexpected inference output 'X' for model 'm'". A name
  * given twice is reported once. */
 NR_MUST_CHECK nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, size_t name_len);
-void nr_req_set_id(nr_req_t *req, const char *id, size_t len);
+/* The request's id (copied); UNAVAILABLE when the copy cannot be had. */
+NR_MUST_CHECK nr_status_t *nr_req_set_id(nr_req_t *req, const char *id, size_t len);
 /* Config index of the input named so, or -1. */
 int nr_req_input_index(const nr_req_t *req, const char *name, size_t len);
 /* "[request id: <id>] " / "[request id: <id_unknown>] " prefix Triton puts on core errors. */

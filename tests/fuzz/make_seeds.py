@@ -123,6 +123,28 @@ def shm_requests():
         put("http", f"POST /v2/models/{model}/infer\n\n".encode() + json.dumps(req).encode())
 
 
+def json_data_requests():
+    """`data` read as a span straight into the tensor (src/common/json_span.c): nested arrays,
+    data before its datatype and shape, every number form (integers, the fast path's reals,
+    strtod's, NaN/Infinity), BYTES with escapes, objects and literals among the leaves."""
+    def inp(dt, shape, data, first=False):
+        head = f'"datatype":"{dt}","shape":{json.dumps(shape)}'
+        return ('{"name":"INPUT0",' + (f'"data":{data},{head}' if first else f'{head},"data":{data}')
+                + "}")
+    cases = [
+        (1, inp("FP32", [2, 2], "[[1, 2.5], [[]], [-3e0, 4E-1]]", first=True)),
+        (1, inp("FP64", [6], "[0.1, 1e-300, 0.54881350392732478, -0.0, NaN, -Infinity]")),
+        (1, inp("INT64", [3], "[-9223372036854775808, 9223372036854775807, 123]")),
+        (1, inp("UINT64", [2], "[18446744073709551615, 18446744073709551616]")),
+        (1, inp("BOOL", [3], "[true, [false], null]")),
+        (1, inp("FP32", [2], '[1, {"a": ["]", {}]}]')),
+        (2, inp("BYTES", [2, 2], '[["ab", ""], ["\\u00e9\\n", "\\"x\\""]]')),
+        (0, inp("INT32", [1, 16], "[" + ",".join(["0"] * 16) + "]", first=True)),
+    ]
+    for which, i in cases:
+        put("infer_json", bytes([which]) + ('{"inputs":[' + i + "]}").encode())
+
+
 # The order of nr_grpc_methods in src/frontends/grpc/grpc_control.c: a gRPC seed is the method's
 # index (one byte) followed by the serialized request.
 GRPC_METHODS = ["ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata",
@@ -190,5 +212,6 @@ if __name__ == "__main__":
     requests()
     shm_requests()
     logging_requests()
+    json_data_requests()
     for d in sorted(OUT.iterdir()):
         print(d.name, len(list(d.iterdir())))

@@ -66,7 +66,7 @@ NR_TEST(validate_extra_input_and_id)
     nr_model_t *m = load_model(SIMPLE);
     ASSERT_TRUE(m != NULL);
     nr_req_t *r = nr_req_new(m);
-    nr_req_set_id(r, "abc-1", 5);
+    EXPECT_OK(nr_req_set_id(r, "abc-1", 5));
     ASSERT_NULL(add(r, "INPUT0", NR_TYPE_INT32, 1, 16, 64));
     ASSERT_NULL(add(r, "INPUT1", NR_TYPE_INT32, 1, 16, 64));
     ASSERT_NULL(add(r, "INPUT2", NR_TYPE_INT32, 1, 16, 64));

@@ -72,7 +72,7 @@ static nr_grpc_infer_t *finished(nr_model_t *m, size_t n_elem, int *released)
     nr_grpc_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->arena = nr_arena_init(4096);
     nr_infer_init(&inf->base, NULL, m, inf);
-    nr_req_set_id(inf->base.req, "id-7", 4);
+    EXPECT_OK(nr_req_set_id(inf->base.req, "id-7", 4));
     int idx;
     nr_status_t *st = nr_infer_output(&inf->base, "B", 1, &idx);
     nr_status_free(st);

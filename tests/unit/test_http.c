@@ -286,6 +286,111 @@ NR_TEST(infer_parse_errors)
     fake_free(m);
 }
 
+/* One input of identity_fp32 (whose config the parser does not check the
+ * datatype against) with `fields` around its data; its bytes into out. */
+static nr_status_t *one_input(nr_model_t *m, const char *fields, void *out, size_t *size)
+{
+    char body[2048];
+    snprintf(body, sizeof(body), "{\"inputs\":[{\"name\":\"INPUT0\",%s}]}", fields);
+    nr_http_infer_t *inf;
+    nr_status_t *st = parse(m, body, strlen(body), NULL, &inf);
+    if (st == NULL) {
+        const nr_tensor_t *t = &inf->base.req->inputs[0];
+        *size = t->size;
+        if (t->size <= 256)
+            memcpy(out, t->data, t->size);
+    }
+    nr_http_infer_free(inf);
+    return st;
+}
+
+NR_TEST(infer_json_data_into_the_tensor)
+{
+    nr_model_t *m = fake_model(IDENT);
+    ASSERT_NOT_NULL(m);
+    unsigned char b[256];
+    size_t n;
+    float f[4];
+    /* nested, with the datatype and shape after the data */
+    ASSERT_OK(one_input(m, "\"data\":[[1, 2.5], [[]], [-3e0, 4E-1]],\"shape\":[2,2],"
+                           "\"datatype\":\"FP32\"",
+                        b, &n));
+    EXPECT_EQ_INT(n, 16);
+    memcpy(f, b, 16);
+    EXPECT_TRUE(f[0] == 1.0f && f[1] == 2.5f && f[2] == -3.0f && f[3] == 0.4f);
+    double d[2];
+    ASSERT_OK(one_input(m, "\"datatype\":\"FP64\",\"shape\":[2],\"data\":[0.1, 1e-300]", b, &n));
+    memcpy(d, b, 16);
+    EXPECT_TRUE(n == 16 && d[0] == 0.1 && d[1] == 1e-300);
+    ASSERT_OK(one_input(m, "\"datatype\":\"BOOL\",\"shape\":[3],\"data\":[true,[false],true]", b,
+                        &n));
+    EXPECT_TRUE(n == 3 && b[0] == 1 && b[1] == 0 && b[2] == 1);
+    int64_t i64[2];
+    ASSERT_OK(one_input(m, "\"datatype\":\"INT64\",\"shape\":[2],"
+                           "\"data\":[-9223372036854775808,9223372036854775807]",
+                        b, &n));
+    memcpy(i64, b, 16);
+    EXPECT_TRUE(i64[0] == INT64_MIN && i64[1] == INT64_MAX);
+    uint64_t u64;
+    ASSERT_OK(one_input(m, "\"datatype\":\"UINT64\",\"shape\":[1],\"data\":[18446744073709551615]",
+                        b, &n));
+    memcpy(&u64, b, 8);
+    EXPECT_EQ_U64(u64, UINT64_MAX);
+    ASSERT_OK(one_input(m, "\"datatype\":\"INT8\",\"shape\":[2],\"data\":[-128,127]", b, &n));
+    EXPECT_TRUE(n == 2 && (int8_t)b[0] == -128 && b[1] == 127);
+    /* BYTES: 4-byte lengths, escapes decoded, nested arrays flattened */
+    ASSERT_OK(one_input(m, "\"datatype\":\"BYTES\",\"shape\":[3],"
+                           "\"data\":[\"ab\",[\"\"],\"\\u00e9\\\\\\u0000\"]",
+                        b, &n));
+    static const unsigned char want[] = {2, 0, 0, 0, 'a', 'b', 0, 0, 0, 0,
+                                         4, 0, 0, 0, 0xc3, 0xa9, '\\', 0};
+    EXPECT_TRUE(n == sizeof(want) && memcmp(b, want, sizeof(want)) == 0);
+    /* Triton's errors, in Triton's order */
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"BYTES\",\"shape\":[2],\"data\":[\"a\",1]", b, &n),
+                  NR_INVALID_ARG,
+                  "Unable to parse JSON bytes array: attempt to access JSON non-string as string");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"FP32\",\"shape\":[2],\"data\":[1,{\"a\":[2]}]", b,
+                            &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': attempt to access JSON non-number as "
+                                  "double");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"BOOL\",\"shape\":[1],\"data\":[1]", b, &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': attempt to access JSON non-boolean as "
+                                  "boolean");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"UINT8\",\"shape\":[1],\"data\":[-1]", b, &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': attempt to access JSON "
+                                  "non-unsigned-integer as unsigned-integer");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"UINT16\",\"shape\":[1],\"data\":[65536]", b, &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': value 65536 is out of range for UINT16");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"INT16\",\"shape\":[1],\"data\":[-32769]", b, &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': value -32769 is out of range for INT16");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"INT64\",\"shape\":[1],"
+                               "\"data\":[9223372036854775808]",
+                            b, &n),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': value 9223372036854775808 is out of range for INT64");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"INT32\",\"shape\":[1],\"data\":[1e2]", b, &n),
+                  NR_INVALID_ARG, "Unable to parse 'data': attempt to access JSON "
+                                  "non-signed-integer as signed-integer");
+    /* the count is checked before the type: the third element is one too many */
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"FP32\",\"shape\":[2],\"data\":[[1,2],[\"x\"]]", b,
+                            &n),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': Shape does not match true shape of 'data' field");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"FP32\",\"shape\":[3],\"data\":[[1],[2]]", b, &n),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': Shape does not match true shape of 'data' field");
+    EXPECT_STATUS(one_input(m, "\"datatype\":\"FP32\",\"shape\":[1],\"data\":\"1\"", b, &n),
+                  NR_INVALID_ARG,
+                  "Unable to parse 'data': attempt to access JSON non-array as array");
+    /* a JSON error inside `data` wins over the errors before it (the id) */
+    EXPECT_STATUS(parse_str(m, "{\"id\":1,\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\","
+                               "\"shape\":[1],\"data\":[1e999]}]}"),
+                  NR_INVALID_ARG,
+                  "failed to parse the request JSON buffer: Number too big to be stored in "
+                  "double. at 73");
+    fake_free(m);
+}
+
 NR_TEST(infer_raw_request)
 {
     nr_model_t *m = fake_model(IDENT);

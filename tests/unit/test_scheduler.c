@@ -491,7 +491,7 @@ NR_TEST(max_queue_size_rejects_exactly_the_excess)
     for (int i = 1; i <= 3; i++)
         ASSERT_OK(submit(m, &t[i], &w, i, 1, 4, 0, 0));
     nr_req_t *r = make_req(m, &t[4], &w, 4, 1, 4, 0, 0);
-    nr_req_set_id(r, "x-4", 3);
+    EXPECT_OK(nr_req_set_id(r, "x-4", 3));
     nr_status_t *st = nr_model_submit(m, r);
     ASSERT_NOT_NULL(st);
     EXPECT_EQ_INT(nr_status_http(st), 503);

@@ -347,8 +347,8 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
         return st;
     nr_infer_init(&inf->base, core, m, inf);
     if (msg->id[0] != '\0')
-        nr_req_set_id(inf->base.req, msg->id, strlen(msg->id));
-    if ((st = parse_params(inf)) == NULL && (st = parse_inputs(inf)) == NULL)
+        st = nr_req_set_id(inf->base.req, msg->id, strlen(msg->id));
+    if (st == NULL && (st = parse_params(inf)) == NULL && (st = parse_inputs(inf)) == NULL)
         st = parse_outputs(inf);
     return st;
 }

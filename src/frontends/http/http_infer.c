@@ -159,12 +159,14 @@ static nr_status_t *fill_leaf(fill_t *f, const nr_jv_t *v)
     }
 }
 
-static nr_status_t *fill(fill_t *f, const nr_jv_t *v)
+/* The leaves of `data` (a span: nested arrays flattened) in order. */
+static nr_status_t *fill(fill_t *f, const nr_jv_t *span)
 {
-    if (v->type != NR_JV_ARRAY)
-        return fill_leaf(f, v);
-    for (size_t i = 0; i < v->n; i++) {
-        nr_status_t *st = fill(f, &v->u.items[i]);
+    nr_json_leaves_t it;
+    nr_jv_t v;
+    nr_json_leaves_init(&it, span);
+    while (nr_json_leaves_next(&it, &v)) {
+        nr_status_t *st = fill_leaf(f, &v);
         if (st != NULL)
             return st;
     }
@@ -172,40 +174,56 @@ static nr_status_t *fill(fill_t *f, const nr_jv_t *v)
 }
 
 /* Serialized size of a (nested) BYTES array: 4 + len per string. */
-static nr_status_t *bytes_size(const nr_jv_t *v, uint64_t *size)
+static nr_status_t *bytes_size(const nr_jv_t *span, uint64_t *size)
 {
-    if (v->type == NR_JV_ARRAY) {
-        for (size_t i = 0; i < v->n; i++) {
-            nr_status_t *st = bytes_size(&v->u.items[i], size);
-            if (st != NULL)
-                return st;
-        }
-        return NULL;
+    nr_json_leaves_t it;
+    nr_jv_t v;
+    nr_json_leaves_init(&it, span);
+    while (nr_json_leaves_next(&it, &v)) {
+        if (v.type != NR_JV_STRING)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "Unable to parse JSON bytes array: " NR_TJ_STRING);
+        size_t len = it.escaped ? nr_json_unescape(v.u.str, v.n, NULL) : v.n;
+        if (len > UINT32_MAX)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "Unable to parse JSON bytes array: element too long");
+        *size += 4 + len;
     }
-    if (v->type != NR_JV_STRING)
-        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: " NR_TJ_STRING);
-    if (v->n > UINT32_MAX)
-        return nr_status_new(NR_INVALID_ARG, "Unable to parse JSON bytes array: element too long");
-    *size += 4 + v->n;
     return NULL;
 }
 
-static void bytes_fill(const nr_jv_t *v, char **p)
+static void bytes_fill(const nr_jv_t *span, char *p)
 {
-    if (v->type == NR_JV_ARRAY) {
-        for (size_t i = 0; i < v->n; i++)
-            bytes_fill(&v->u.items[i], p);
-        return;
+    nr_json_leaves_t it;
+    nr_jv_t v;
+    nr_json_leaves_init(&it, span);
+    while (nr_json_leaves_next(&it, &v)) {
+        uint32_t len = (uint32_t)v.n;
+        if (it.escaped)
+            len = (uint32_t)nr_json_unescape(v.u.str, v.n, p + 4);
+        else if (v.n)
+            memcpy(p + 4, v.u.str, v.n);
+        memcpy(p, &len, 4);
+        p += 4 + len;
     }
-    uint32_t len = (uint32_t)v->n;
-    memcpy(*p, &len, 4);
-    if (v->n)
-        memcpy(*p + 4, v->u.str, v->n);
-    *p += 4 + v->n;
 }
 
-/* Converts `data` of one input. json_len bounds the element count: every
- * element takes at least one byte of JSON text. */
+/* A buffer the request keeps, sized by the wire: NULL when it cannot be had. */
+static char *keep(nr_http_infer_t *inf, size_t size)
+{
+    char *buf = malloc(size ? size : 1);
+    return buf != NULL ? nr_infer_keep(&inf->base, buf) : NULL;
+}
+
+static nr_status_t *no_memory(size_t size, const char *name, size_t name_len)
+{
+    return nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes for input '%.*s'", size,
+                         (int)name_len, name);
+}
+
+/* Converts `data` of one input, a span the JSON reader left as text, straight
+ * into the tensor's buffer. json_len bounds the element count: every element
+ * takes at least one byte of JSON text. */
 static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const char *name,
                               size_t name_len, nr_dtype_t dt, const int64_t *dims, size_t ndim,
                               size_t json_len, const void **data, size_t *size)
@@ -219,7 +237,7 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
         return NULL;
     }
     const nr_jv_t *d = member(in, "data");
-    if (d == NULL || d->type != NR_JV_ARRAY)
+    if (d == NULL || d->type != NR_JV_SPAN) /* an array is always a span here */
         return bad("data", NR_TJ_ARRAY);
     if (dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16)
         return nr_status_new(NR_INVALID_ARG,
@@ -232,9 +250,10 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
         nr_status_t *st = bytes_size(d, &bytes);
         if (st != NULL)
             return st;
-        char *buf = nr_infer_keep(&inf->base, nr_malloc(bytes ? bytes : 1));
-        char *p = buf;
-        bytes_fill(d, &p);
+        char *buf = keep(inf, bytes);
+        if (buf == NULL)
+            return no_memory(bytes, name, name_len);
+        bytes_fill(d, buf);
         *data = buf;
         *size = bytes;
         return NULL;
@@ -242,7 +261,9 @@ static nr_status_t *json_data(nr_http_infer_t *inf, const nr_jv_t *in, const cha
     size_t es = nr_dtype_size(dt);
     if (count > json_len || es == 0)
         return bad("data", T_SHAPE);
-    fill_t f = {dt, nr_infer_keep(&inf->base, nr_malloc(count * es)), 0, count};
+    fill_t f = {dt, keep(inf, count * es), 0, count};
+    if (f.out == NULL)
+        return no_memory(count * es, name, name_len);
     nr_status_t *st = fill(&f, d);
     if (st == NULL && f.n != count)
         st = bad("data", T_SHAPE);
@@ -416,15 +437,17 @@ static nr_status_t *parse_output(nr_http_infer_t *inf, const nr_jv_t *o)
 
 static nr_status_t *parse_json(nr_http_infer_t *inf, size_t hlen)
 {
+    static const nr_json_opts_t spans = {"inputs", "data"}; /* converted by json_data */
     const nr_jv_t *root;
-    nr_status_t *st = nr_json_parse(inf->body, hlen, &inf->doc, &root);
+    nr_status_t *st = nr_json_parse_opts(inf->body, hlen, &spans, &inf->doc, &root);
     if (st != NULL)
         return st;
     const nr_jv_t *id = member(root, "id");
     if (id != NULL) {
         if (id->type != NR_JV_STRING)
             return bad("id", NR_TJ_STRING);
-        nr_req_set_id(inf->base.req, id->u.str, id->n);
+        if ((st = nr_req_set_id(inf->base.req, id->u.str, id->n)) != NULL)
+            return st;
     }
     if ((st = parse_params(inf, root)) != NULL)
         return st;
@@ -502,7 +525,9 @@ static nr_status_t *parse_raw(nr_http_infer_t *inf)
     if (in->data_type == NR_TYPE_STRING) {
         if (inf->body_len > UINT32_MAX)
             return nr_req_error(req, NR_INVALID_ARG, "raw BYTES input larger than 4 GiB");
-        char *buf = nr_infer_keep(&inf->base, nr_malloc(inf->body_len + 4));
+        char *buf = keep(inf, inf->body_len + 4);
+        if (buf == NULL)
+            return no_memory(inf->body_len + 4, in->name, strlen(in->name));
         uint32_t l = (uint32_t)inf->body_len;
         memcpy(buf, &l, 4);
         if (inf->body_len)
