@@ -1,8 +1,9 @@
 /* test_grpc.c - the gRPC frontend without sockets: the hand-written part of
  * the reply encoding (raw_output_contents appended after protobuf-c's header,
  * the ModelStreamInferResponse wrapper around it, slices over the backend's
- * buffers for large outputs) decoded again with protobuf-c, and the stream's
- * error messages.
+ * buffers for large outputs) decoded again with protobuf-c, the stream's
+ * error messages, and the request side's joining of a message's slices and
+ * allocation failures during the unpack.
  */
 #include "../../src/common/alloc.h"
 #include "../../src/frontends/grpc/grpc_int.h"
@@ -86,7 +87,9 @@ static nr_grpc_infer_t *finished(nr_model_t *m, size_t n_elem, int *released)
 static Inference__ModelInferResponse *decode(grpc_byte_buffer *bb, bool stream,
                                              Inference__ModelStreamInferResponse **outer)
 {
-    grpc_slice s = nr_grpc_payload_slice(bb);
+    grpc_slice s;
+    nr_status_t *st = nr_grpc_payload(bb, &s);
+    EXPECT_OK(st);
     Inference__ModelInferResponse *r = NULL;
     *outer = NULL;
     if (stream) {
@@ -185,6 +188,58 @@ NR_TEST(parse_refuses_garbage)
     EXPECT_STATUS(nr_grpc_infer_parse(NULL, junk, sizeof(junk), &inf), NR_INVALID_ARG,
                   "failed to parse the ModelInferRequest message");
     nr_grpc_infer_free(inf);
+}
+
+/* nr_grpc_arena_allocator's bookkeeping, with an allocation that always fails. */
+static void *refuse(void *data, size_t size)
+{
+    nr_grpc_alloc_t *a = data;
+    if (a->failed == 0)
+        a->failed = size;
+    return NULL;
+}
+
+NR_TEST(payload_of_several_slices_is_joined)
+{
+    grpc_slice parts[3] = {grpc_slice_from_copied_string("abc"), grpc_empty_slice(),
+                           grpc_slice_from_copied_string("defgh")};
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(parts, 3);
+    grpc_slice s;
+    ASSERT_OK(nr_grpc_payload(bb, &s));
+    EXPECT_TRUE(GRPC_SLICE_LENGTH(s) == 8 && memcmp(GRPC_SLICE_START_PTR(s), "abcdefgh", 8) == 0);
+    grpc_slice_unref(s);
+    grpc_byte_buffer_destroy(bb);
+    /* one slice (big enough not to be inlined): that slice itself, no copy */
+    char big[256];
+    memset(big, 'x', sizeof(big));
+    grpc_slice one = grpc_slice_from_copied_buffer(big, sizeof(big));
+    bb = grpc_raw_byte_buffer_create(&one, 1);
+    ASSERT_OK(nr_grpc_payload(bb, &s));
+    EXPECT_TRUE(GRPC_SLICE_START_PTR(s) == GRPC_SLICE_START_PTR(one));
+    grpc_slice_unref(s);
+    grpc_slice_unref(one);
+    grpc_byte_buffer_destroy(bb);
+    ASSERT_OK(nr_grpc_payload(NULL, &s)); /* no message: empty */
+    EXPECT_EQ_INT(GRPC_SLICE_LENGTH(s), 0);
+    for (int i = 0; i < 3; i++)
+        grpc_slice_unref(parts[i]);
+}
+
+NR_TEST(unpack_fails_when_the_allocator_does)
+{
+    /* protobuf-c gives up (no crash) when an allocation returns NULL, as
+     * nr_grpc_arena_allocator's does when memory cannot be had */
+    uint8_t msg[64];
+    Inference__ModelInferRequest r = INFERENCE__MODEL_INFER_REQUEST__INIT;
+    r.model_name = "m";
+    size_t len = inference__model_infer_request__pack(&r, msg);
+    nr_arena_t arena = nr_arena_init(1);
+    nr_grpc_alloc_t alloc = {&arena, 0};
+    ProtobufCAllocator al = nr_grpc_arena_allocator(&alloc);
+    al.alloc = refuse;
+    EXPECT_NULL(inference__model_infer_request__unpack(&al, len, msg));
+    EXPECT_TRUE(alloc.failed > 0);
+    nr_arena_free(&arena);
 }
 
 NR_TEST_MAIN()

@@ -159,13 +159,22 @@ typedef struct {
     const void *v;
 } typed_t;
 
-/* Narrows int32/uint32 elements to their low bytes (INT8/16, UINT8/16). */
+/* Narrows int32/uint32 elements to their low bytes (INT8/16, UINT8/16);
+ * NULL when the memory cannot be had. */
 static void *narrow(nr_arena_t *a, const void *v, size_t n, size_t es)
 {
-    char *out = nr_arena_alloc(a, n * es);
+    char *out = nr_arena_try_alloc(a, n * es);
+    if (out == NULL)
+        return NULL;
     for (size_t i = 0; i < n; i++)
         memcpy(out + i * es, (const char *)v + i * 4, es); /* little-endian host */
     return out;
+}
+
+static nr_status_t *no_memory(size_t size, const char *name)
+{
+    return nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes for input tensor '%s'",
+                         size, name);
 }
 
 static nr_status_t *typed_input(nr_grpc_infer_t *inf, const char *name, nr_dtype_t declared,
@@ -205,7 +214,9 @@ static nr_status_t *typed_input(nr_grpc_infer_t *inf, const char *name, nr_dtype
                                  name, model, dtype_name(t->dt), dtype_name(declared));
         size_t es = nr_dtype_size(t->dt);
         if (t->dt == NR_TYPE_BOOL) {
-            uint8_t *b = nr_arena_alloc(&inf->arena, t->n);
+            uint8_t *b = nr_arena_try_alloc(&inf->arena, t->n);
+            if (b == NULL)
+                return no_memory(t->n, name);
             for (size_t i = 0; i < t->n; i++)
                 b[i] = c->bool_contents[i] != 0;
             *data = b;
@@ -213,7 +224,9 @@ static nr_status_t *typed_input(nr_grpc_infer_t *inf, const char *name, nr_dtype
             size_t total = 0;
             for (size_t i = 0; i < t->n; i++)
                 total += 4 + c->bytes_contents[i].len;
-            char *p = nr_arena_alloc(&inf->arena, total);
+            char *p = nr_arena_try_alloc(&inf->arena, total);
+            if (p == NULL)
+                return no_memory(total, name);
             *data = p;
             for (size_t i = 0; i < t->n; i++) {
                 uint32_t l = (uint32_t)c->bytes_contents[i].len;
@@ -225,7 +238,8 @@ static nr_status_t *typed_input(nr_grpc_infer_t *inf, const char *name, nr_dtype
             *size = total;
             continue;
         } else if (es < 4) {
-            *data = narrow(&inf->arena, t->v, t->n, es);
+            if ((*data = narrow(&inf->arena, t->v, t->n, es)) == NULL)
+                return no_memory(t->n * es, name);
         } else {
             *data = t->v;
         }
@@ -332,8 +346,13 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     nr_grpc_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->arena = nr_arena_init(ARENA_CHUNK);
     *out = inf;
-    ProtobufCAllocator al = nr_grpc_arena_allocator(&inf->arena); /* goes with the request */
+    nr_grpc_alloc_t alloc = {&inf->arena, 0};
+    ProtobufCAllocator al = nr_grpc_arena_allocator(&alloc); /* goes with the request */
     inf->msg = inference__model_infer_request__unpack(&al, len, data);
+    if (inf->msg == NULL && alloc.failed > 0)
+        return nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes to unpack the "
+                                             "ModelInferRequest message",
+                             alloc.failed);
     if (inf->msg == NULL)
         return nr_status_new(NR_INVALID_ARG, "failed to parse the ModelInferRequest message");
     const Inference__ModelInferRequest *msg = inf->msg;
@@ -532,10 +551,12 @@ static void unary_done(nr_grpc_infer_t *inf)
 
 void nr_grpc_infer_start(nr_grpc_call_t *c)
 {
-    grpc_slice in = nr_grpc_payload_slice(c->payload);
-    nr_grpc_infer_t *inf;
-    nr_status_t *st = nr_grpc_infer_parse(c->srv->core, GRPC_SLICE_START_PTR(in),
-                                          GRPC_SLICE_LENGTH(in), &inf);
+    grpc_slice in;
+    nr_status_t *st = nr_grpc_payload(c->payload, &in);
+    nr_grpc_infer_t *inf = NULL;
+    if (st == NULL)
+        st = nr_grpc_infer_parse(c->srv->core, GRPC_SLICE_START_PTR(in), GRPC_SLICE_LENGTH(in),
+                                 &inf);
     grpc_slice_unref(in);
     grpc_byte_buffer_destroy(c->payload); /* everything was copied out of it */
     c->payload = NULL;

@@ -110,10 +110,20 @@ extern const size_t nr_grpc_n_methods;
 
 /* ---- grpc_server.c ------------------------------------------------------------ */
 
-/* The payload as one contiguous slice (a reference when it already is one). */
-grpc_slice nr_grpc_payload_slice(grpc_byte_buffer *bb);
-/* A protobuf-c allocator over an arena (frees are no-ops). */
-ProtobufCAllocator nr_grpc_arena_allocator(nr_arena_t *a);
+/* The payload as one contiguous slice in *out (a reference when it already
+ * is one; several slices are joined in memory of our own). UNAVAILABLE when
+ * that memory cannot be had (*out is then empty). */
+NR_MUST_CHECK nr_status_t *nr_grpc_payload(grpc_byte_buffer *bb, grpc_slice *out);
+
+/* A protobuf-c allocator over an arena (frees are no-ops). Sizes come from
+ * the wire: an allocation that cannot be had returns NULL, which fails the
+ * unpack, and is recorded in `failed` (its size) to be told apart from a
+ * malformed message. */
+typedef struct {
+    nr_arena_t *arena;
+    size_t failed;
+} nr_grpc_alloc_t;
+ProtobufCAllocator nr_grpc_arena_allocator(nr_grpc_alloc_t *a);
 /* Ends a unary call: the reply (taken; NULL with an error) and the status
  * from st (taken; NULL = OK); `compress` applies the response compression
  * level. Frees the call once gRPC is done with it. Any thread. */

@@ -47,7 +47,11 @@ void nr_grpc_options_default(nr_grpc_options_t *o)
 
 static void *arena_alloc(void *data, size_t size)
 {
-    return nr_arena_alloc(data, size ? size : 1);
+    nr_grpc_alloc_t *a = data;
+    void *p = nr_arena_try_alloc(a->arena, size ? size : 1);
+    if (p == NULL && a->failed == 0)
+        a->failed = size ? size : 1;
+    return p;
 }
 
 static void arena_free(void *data, void *p)
@@ -55,20 +59,45 @@ static void arena_free(void *data, void *p)
     (void)data, (void)p; /* everything goes with the arena */
 }
 
-ProtobufCAllocator nr_grpc_arena_allocator(nr_arena_t *a)
+ProtobufCAllocator nr_grpc_arena_allocator(nr_grpc_alloc_t *a)
 {
     ProtobufCAllocator al = {arena_alloc, arena_free, a};
     return al;
 }
 
-grpc_slice nr_grpc_payload_slice(grpc_byte_buffer *bb)
+nr_status_t *nr_grpc_payload(grpc_byte_buffer *bb, grpc_slice *out)
 {
+    *out = grpc_empty_slice();
     grpc_byte_buffer_reader r;
     if (bb == NULL || !grpc_byte_buffer_reader_init(&r, bb))
-        return grpc_empty_slice();
-    grpc_slice s = grpc_byte_buffer_reader_readall(&r);
+        return NULL;
+    grpc_slice *s;
+    size_t total = 0, n = 0;
+    while (grpc_byte_buffer_reader_peek(&r, &s)) {
+        if (n++ == 0)
+            *out = grpc_slice_ref(*s);
+        total += GRPC_SLICE_LENGTH(*s);
+    }
     grpc_byte_buffer_reader_destroy(&r);
-    return s;
+    if (n <= 1)
+        return NULL;
+    grpc_slice_unref(*out);
+    *out = grpc_empty_slice();
+    /* not grpc_byte_buffer_reader_readall: gRPC's allocator aborts on failure */
+    char *p = malloc(total);
+    if (p == NULL)
+        return nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes for the request message",
+                             total);
+    size_t off = 0;
+    if (grpc_byte_buffer_reader_init(&r, bb)) {
+        while (grpc_byte_buffer_reader_peek(&r, &s) && off + GRPC_SLICE_LENGTH(*s) <= total) {
+            memcpy(p + off, GRPC_SLICE_START_PTR(*s), GRPC_SLICE_LENGTH(*s));
+            off += GRPC_SLICE_LENGTH(*s);
+        }
+        grpc_byte_buffer_reader_destroy(&r);
+    }
+    *out = grpc_slice_new(p, off, free);
+    return NULL;
 }
 
 void nr_grpc_pack(const ProtobufCMessage *msg, nr_buf_t *out)
@@ -200,17 +229,26 @@ void nr_grpc_finish(nr_grpc_call_t *c, grpc_byte_buffer *reply, nr_status_t *st,
 static void run_unary(nr_grpc_call_t *c, const nr_grpc_method_t *m)
 {
     nr_arena_t arena = nr_arena_init(4096);
-    ProtobufCAllocator al = nr_grpc_arena_allocator(&arena);
-    grpc_slice in = nr_grpc_payload_slice(c->payload);
-    ProtobufCMessage *req = protobuf_c_message_unpack(m->req, &al, GRPC_SLICE_LENGTH(in),
-                                                      GRPC_SLICE_START_PTR(in));
+    nr_grpc_alloc_t alloc = {&arena, 0};
+    ProtobufCAllocator al = nr_grpc_arena_allocator(&alloc);
+    grpc_slice in;
+    nr_status_t *st = nr_grpc_payload(c->payload, &in);
+    ProtobufCMessage *req = NULL;
+    if (st == NULL)
+        req = protobuf_c_message_unpack(m->req, &al, GRPC_SLICE_LENGTH(in),
+                                        GRPC_SLICE_START_PTR(in));
     grpc_slice_unref(in);
     nr_buf_t out;
     nr_buf_init(&out);
-    nr_status_t *st = req == NULL ? nr_status_new(NR_INVALID_ARG, "failed to parse the request "
-                                                                  "message (%s)",
-                                                  m->req->name)
-                                  : m->fn(c->srv, req, &out);
+    if (st == NULL && req == NULL && alloc.failed > 0)
+        st = nr_status_new(NR_UNAVAILABLE, "unable to allocate %zu bytes for the request "
+                                           "message (%s)",
+                           alloc.failed, m->req->name);
+    else if (st == NULL && req == NULL)
+        st = nr_status_new(NR_INVALID_ARG, "failed to parse the request message (%s)",
+                           m->req->name);
+    else if (st == NULL)
+        st = m->fn(c->srv, req, &out);
     nr_arena_free(&arena);
     grpc_byte_buffer *reply = st == NULL ? nr_grpc_buffer_take(&out) : NULL;
     nr_buf_free(&out);

@@ -210,11 +210,13 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
         s->head = e;
     s->tail = e;
     pthread_mutex_unlock(&s->mu);
-    grpc_slice in = nr_grpc_payload_slice(payload);
+    grpc_slice in;
+    nr_status_t *st = nr_grpc_payload(payload, &in);
     grpc_byte_buffer_destroy(payload);
-    nr_grpc_infer_t *inf;
-    nr_status_t *st = nr_grpc_infer_parse(s->c->srv->core, GRPC_SLICE_START_PTR(in),
-                                          GRPC_SLICE_LENGTH(in), &inf);
+    nr_grpc_infer_t *inf = NULL;
+    if (st == NULL)
+        st = nr_grpc_infer_parse(s->c->srv->core, GRPC_SLICE_START_PTR(in),
+                                 GRPC_SLICE_LENGTH(in), &inf);
     grpc_slice_unref(in);
     if (st == NULL) {
         inf->owner = e;

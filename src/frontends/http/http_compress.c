@@ -185,7 +185,11 @@ nr_status_t *nr_http_deflate(nr_http_enc_t enc, const struct iovec *iov, size_t 
     for (size_t i = 0; i < n_iov; i++)
         total += iov[i].iov_len;
     nr_buf_reset(out);
-    nr_buf_reserve(out, deflateBound(&zs, total > ULONG_MAX ? ULONG_MAX : (uLong)total) + 64);
+    if (!nr_buf_try_reserve(out,
+                            deflateBound(&zs, total > ULONG_MAX ? ULONG_MAX : (uLong)total) + 64)) {
+        deflateEnd(&zs);
+        return nr_status_new(NR_UNAVAILABLE, "unable to allocate memory to compress the response");
+    }
     size_t i = 0, off = 0;
     int rc = Z_OK;
     for (;;) {
@@ -201,8 +205,11 @@ nr_status_t *nr_http_deflate(nr_http_enc_t enc, const struct iovec *iov, size_t 
             zs.next_in = NULL;
         }
         zs.avail_in = in_n;
-        if (out->cap - out->len < 1024)
-            nr_buf_reserve(out, out->cap);
+        if (out->cap - out->len < 1024 && !nr_buf_try_reserve(out, out->cap)) {
+            deflateEnd(&zs);
+            return nr_status_new(NR_UNAVAILABLE,
+                                 "unable to allocate memory to compress the response");
+        }
         uInt out_n = (uInt)(out->cap - out->len - 1 > (1u << 30) ? (1u << 30)
                                                                  : out->cap - out->len - 1);
         zs.next_out = (Bytef *)out->data + out->len;

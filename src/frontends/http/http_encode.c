@@ -16,8 +16,16 @@
 
 #include "../../common/alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The JSON text of an output is sized by the request: its buffer grows with
+ * nr_buf_try_reserve, and memory that cannot be had is 503, not an abort. */
+static nr_status_t *no_memory(const char *name)
+{
+    return nr_status_new(NR_UNAVAILABLE, "unable to allocate memory for output '%s'", name);
+}
 
 static nr_status_t *put_bytes_json(nr_buf_t *b, const nr_tensor_t *t, const char *name)
 {
@@ -32,6 +40,8 @@ static nr_status_t *put_bytes_json(nr_buf_t *b, const nr_tensor_t *t, const char
         off += 4;
         if (t->size - off < len)
             return nr_status_new(NR_INTERNAL, "malformed BYTES data in output '%s'", name);
+        if (!nr_buf_try_reserve(b, 6 * (size_t)len + 8))
+            return no_memory(name); /* \u00XX: 6 bytes a byte at most */
         if (!first)
             nr_buf_putc(b, ',');
         nr_buf_json_str(b, p + off, len);
@@ -64,8 +74,11 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
         return nr_status_new(NR_INTERNAL, "output '%s' has %zu bytes, less than its shape needs",
                              name, t->size);
     const char *p = t->data;
-    nr_buf_reserve(b, count * 4);
+    if (!nr_buf_try_reserve(b, count * 4))
+        return no_memory(name);
     for (uint64_t i = 0; i < count; i++) {
+        if (b->cap - b->len < 32 && !nr_buf_try_reserve(b, b->len)) /* an element is < 30 */
+            return no_memory(name);
         if (i)
             nr_buf_putc(b, ',');
         const char *e = p + i * es;
@@ -151,6 +164,10 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
     nr_buf_reset(h);
     nr_buf_putc(h, '{');
     if (req->id != NULL && req->id[0] != '\0') {
+        if (!nr_buf_try_reserve(h, 6 * strlen(req->id) + 16)) { /* the id, escaped */
+            free(iov);
+            return nr_status_new(NR_UNAVAILABLE, "unable to allocate memory for the reply");
+        }
         nr_buf_puts(h, "\"id\":");
         nr_buf_json_str(h, req->id, strlen(req->id));
         nr_buf_putc(h, ',');

@@ -11,6 +11,7 @@
 #include "http_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,13 @@ nr_param_t nr_http_param(const char *key, size_t key_len, const nr_jv_t *v)
 void nr_http_error_msg(nr_http_resp_t *r, int status, const char *msg)
 {
     nr_buf_reset(&r->body);
+    /* a message quoting a huge name escapes to up to 6 bytes a byte: when that
+     * cannot be had, its first NR_MAX_ERROR_MSG bytes are sent */
+    size_t len = strlen(msg);
+    if (!nr_buf_try_reserve(&r->body, 6 * len + 16) && len > NR_MAX_ERROR_MSG)
+        len = NR_MAX_ERROR_MSG;
     nr_buf_puts(&r->body, "{\"error\":");
-    nr_buf_json_str(&r->body, msg, strlen(msg));
+    nr_buf_json_str(&r->body, msg, len);
     nr_buf_putc(&r->body, '}');
     r->status = status;
     r->content_type = "application/json";
