@@ -95,6 +95,16 @@ def graph_identity(elem, double=False):
                              [_vi("OUTPUT0", elem, shape)])
 
 
+def graph_sum():
+    """FP32 INPUT0 [batch,n] -> OUTPUT0 [batch,1], the sum of each row: a large input, a small
+    output (tests/e2e/test_memory.py measures what a request's input costs)."""
+    ax1 = helper.make_tensor("ax1", TensorProto.INT64, [1], [1])
+    return helper.make_graph(
+        [helper.make_node("ReduceSum", ["INPUT0", "ax1"], ["OUTPUT0"], keepdims=1)],
+        "sum", [_vi("INPUT0", TensorProto.FLOAT, ["batch", "n"])],
+        [_vi("OUTPUT0", TensorProto.FLOAT, ["batch", 1])], initializer=[ax1])
+
+
 def graph_add_fp16():
     """FP16 INPUT0 + INPUT1, shape [4], no batch dimension."""
     return helper.make_graph(
@@ -363,6 +373,13 @@ def write_model(repo, name):
     elif name == "identity_fp32":
         _write(d / "config.pbtxt", config_identity("identity_fp32"))
         _save(graph_identity(TensorProto.FLOAT), d / "1" / "model.onnx")
+    elif name == "sum_fp32":  # in no repository of REPOS; test_memory.py writes its own
+        _write(d / "config.pbtxt",
+               'name: "sum_fp32"\nbackend: "onnxruntime"\nmax_batch_size: 8\n'
+               'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+               'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+               'instance_group [ { kind: KIND_CPU, count: 1 } ]\n')
+        _save(graph_sum(), d / "1" / "model.onnx")
     elif name == "identity_bytes":
         _write(d / "config.pbtxt", config_identity("identity_bytes", "TYPE_STRING"))
         _save(graph_identity(TensorProto.STRING), d / "1" / "model.onnx")
