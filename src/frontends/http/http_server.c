@@ -122,7 +122,6 @@ enum { ST_RECEIVING, ST_RUNNING, ST_PARKED, ST_DONE };
 /* Per HTTP request state (MHD's con_cls). */
 typedef struct {
     nr_http_async_t async; /* handed to a deferring handler; see park() */
-    nr_http_server_t *srv;
     struct MHD_Connection *conn;
     _Atomic int state;
     nr_http_resp_t resp;   /* a deferred answer while parked */
@@ -692,7 +691,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (rq == NULL) {
         rq = nr_calloc(1, sizeof(*rq));
         rq->async.wake = wake;
-        rq->srv = s;
         rq->conn = c;
         *con_cls = rq;
         return first_call(s, c, rq, url, method);
