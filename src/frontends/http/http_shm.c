@@ -6,7 +6,7 @@
  * GPUs answers them (nothing registered, registering refused). The regions
  * live in the core's registry (core/shm.h); inference reads and writes them in
  * http_infer.c / http_encode.c. Every answer is application/json, as Triton's.
- * Any connection thread; the registry locks for itself.
+ * Any HTTP worker thread; the registry locks for itself.
  */
 #include "http_int.h"
 
