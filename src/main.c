@@ -45,6 +45,9 @@ typedef struct {
     const char *id;
     const char *model_config_name;
     const char *control_mode;
+    const char **load_models; /* --load-model */
+    size_t n_load_models;
+    int poll_secs;            /* --repository-poll-secs */
     const char *log_file;
     bool log_info, log_warn, log_error; /* copied into nr_log_settings once parsed */
     int log_verbose;
@@ -92,7 +95,12 @@ static const char usage_text[] =
     "  --exit-on-error=<bool>           Exit if any model fails to load (default true)\n"
     "  --strict-readiness=<bool>        Ready only when every model is ready (default true)\n"
     "  --exit-timeout-secs=<int>        Seconds to wait for in-flight requests at exit (default 30)\n"
-    "  --model-control-mode=none        Only 'none' is implemented\n"
+    "  --model-control-mode=none|poll|explicit\n"
+    "                                   none: load every model at start, fixed after;\n"
+    "                                   poll: follow the repository's changes; explicit:\n"
+    "                                   load/unload through the repository API (default none)\n"
+    "  --repository-poll-secs=<int>     Seconds between polls in poll mode (default 15)\n"
+    "  --load-model=<name>              Explicit mode: load at start (repeatable; * alone: all)\n"
     "  --id=<string>                    Server identifier (default triton)\n"
     "  --inline-execution=<bool>        nereid: run a request on its HTTP/gRPC thread when an\n"
     "                                   instance is idle, nothing is queued and the model is\n"
@@ -261,6 +269,7 @@ static void set_option(opts_t *o, const char *name, const char *v)
         {"allow-cpu-metrics", OPT_BOOL, &o->metrics.cpu, 0, 0, false},
         {"metrics-port", OPT_INT, &o->metrics.port, 0, 65535, false},
         {"metrics-interval-ms", OPT_INT, &o->metrics.interval_ms, 0, INT_MAX, false},
+        {"repository-poll-secs", OPT_INT, &o->poll_secs, 0, INT_MAX, false},
         {"log-info", OPT_BOOL, &o->log_info, 0, 0, false},
         {"log-warning", OPT_BOOL, &o->log_warn, 0, 0, false},
         {"log-error", OPT_BOOL, &o->log_error, 0, 0, false},
@@ -327,13 +336,16 @@ static void set_option(opts_t *o, const char *name, const char *v)
         }
         return;
     }
-    if (!strcmp(name, "backend-directory") || !strcmp(name, "repository-poll-secs") ||
-        !strcmp(name, "cache-directory")) {
+    if (!strcmp(name, "load-model")) {
+        o->load_models = nr_realloc(o->load_models, (o->n_load_models + 1) * sizeof(char *));
+        o->load_models[o->n_load_models++] = v;
+        return;
+    }
+    if (!strcmp(name, "backend-directory") || !strcmp(name, "cache-directory")) {
         NR_LOG_WARN("--%s is accepted for compatibility and ignored", name);
         return;
     }
-    if (!strcmp(name, "host-policy") || !strcmp(name, "load-model") ||
-        !strcmp(name, "grpc-restricted-protocol")) {
+    if (!strcmp(name, "host-policy") || !strcmp(name, "grpc-restricted-protocol")) {
         fprintf(stderr, "error: --%s is not implemented yet\n", name);
         exit(2);
     }
@@ -396,7 +408,7 @@ static int cpu_count(void)
 
 static void log_options(const opts_t *o)
 {
-    char **owned = nr_calloc(o->n_repos + 4, sizeof(char *));
+    char **owned = nr_calloc(o->n_repos + o->n_load_models + 4, sizeof(char *));
     const char *cells[2 * 16];
     int r = 0;
     cells[2 * r] = "server_id", cells[2 * r + 1] = o->id, r++;
@@ -414,7 +426,15 @@ static void log_options(const opts_t *o)
         owned[i] = nr_asprintf("model_repository_path[%zu]", i);
         cells[2 * r] = owned[i], cells[2 * r + 1] = o->repos[i], r++;
     }
-    cells[2 * r] = "model_control_mode", cells[2 * r + 1] = "MODE_NONE", r++;
+    cells[2 * r] = "model_control_mode";
+    cells[2 * r + 1] = !strcmp(o->control_mode, "poll")       ? "MODE_POLL"
+                       : !strcmp(o->control_mode, "explicit") ? "MODE_EXPLICIT"
+                                                              : "MODE_NONE";
+    r++;
+    for (size_t i = 0; i < o->n_load_models && r < 12; i++) {
+        owned[o->n_repos + i] = nr_asprintf("startup_models_%zu", i);
+        cells[2 * r] = owned[o->n_repos + i], cells[2 * r + 1] = o->load_models[i], r++;
+    }
     cells[2 * r] = "strict_model_config", cells[2 * r + 1] = o->autocomplete ? "0" : "1", r++;
     cells[2 * r] = "model_config_name";
     cells[2 * r + 1] = o->model_config_name ? o->model_config_name : "";
@@ -425,7 +445,7 @@ static void log_options(const opts_t *o)
     cells[2 * r] = "exit_timeout", cells[2 * r + 1] = timeout, r++;
     static const char *const header[] = {"Option", "Value"};
     NR_LOG_TABLE(2, header, r, cells);
-    for (size_t i = 0; i < o->n_repos; i++)
+    for (size_t i = 0; i < o->n_repos + o->n_load_models; i++)
         free(owned[i]);
     free(owned);
 }
@@ -534,6 +554,7 @@ int main(int argc, char **argv)
         .exit_timeout_secs = 30,
         .id = "triton",
         .control_mode = "none",
+        .poll_secs = 15,
         .log_info = true,
         .log_warn = true,
         .log_error = true,
@@ -557,12 +578,20 @@ int main(int argc, char **argv)
         nr_log_settings.fd = fd;
     }
     http_limits(&o);
-    if (strcmp(o.control_mode, "none") != 0) {
-        fprintf(stderr, "error: creating server: Unsupported - --model-control-mode=%s is not "
-                        "implemented yet; only 'none' is\n",
-                o.control_mode);
+    nr_control_mode_t mode = !strcmp(o.control_mode, "poll")       ? NR_CONTROL_POLL
+                             : !strcmp(o.control_mode, "explicit") ? NR_CONTROL_EXPLICIT
+                                                                   : NR_CONTROL_NONE;
+    if (o.n_load_models > 0 && mode != NR_CONTROL_EXPLICIT) {
+        fprintf(stderr, "error: creating server: Invalid argument - --load-model can only be used "
+                        "with --model-control-mode=explicit\n");
         goto fail;
     }
+    for (size_t i = 0; i < o.n_load_models; i++)
+        if (!strcmp(o.load_models[i], "*") && o.n_load_models > 1) {
+            fprintf(stderr, "error: creating server: Invalid argument - Wildcard model name '*' "
+                            "must be the ONLY startup model if specified at all.\n");
+            goto fail;
+        }
     if (o.n_repos == 0) {
         fprintf(stderr, "error: creating server: Invalid argument - --model-repository must be "
                         "specified\n");
@@ -583,6 +612,10 @@ int main(int argc, char **argv)
         .cpu_count = cpu_count(),
         .model_config_name = o.model_config_name,
         .inline_execution = o.inline_execution,
+        .mode = mode,
+        .startup_models = o.load_models,
+        .n_startup_models = o.n_load_models,
+        .poll_secs = mode == NR_CONTROL_POLL ? o.poll_secs : 0, /* as Triton: 0 unless polling */
     };
     nr_repo_t *repo;
     nr_status_t *st = nr_repo_create(&ro, &repo);
@@ -622,8 +655,10 @@ int main(int argc, char **argv)
     stop_frontends(&fe);
     nr_server_free(core);
     free(o.repos);
+    free(o.load_models);
     return 0;
-fail: /* o.repos is the only allocation the early exits still hold */
+fail: /* o.repos and o.load_models are the only allocations the early exits still hold */
     free(o.repos);
+    free(o.load_models);
     return 1;
 }

@@ -7,8 +7,8 @@
  * included), NaNs among themselves by index: the order is a strict weak one,
  * so the top-k is sorted and reproducible. (Triton sorts with `a > b`, which
  * NaN breaks: std::sort's result is then unspecified.) Labels come from the
- * output's label_filename in the model directory, read once when the server
- * starts.
+ * output's label_filename in the model directory, read when the model version
+ * loads (so they load and unload with it).
  */
 #include "classify.h"
 
@@ -39,21 +39,21 @@ static char *read_file(const char *path, size_t *len)
     return nr_buf_steal(&b, len);
 }
 
-static void load_one(nr_label_set_t *s, const nr_repo_entry_t *e, uint32_t o)
+static void load_one(nr_label_set_t *s, const nr_model_config_t *cfg, const char *dir,
+                     uint32_t o)
 {
-    const char *fn = e->cfg->output[o].label_filename;
-    char *path = nr_asprintf("%s/%s", e->dir, fn);
+    const char *fn = cfg->output[o].label_filename;
+    char *path = nr_asprintf("%s/%s", dir, fn);
     size_t len = 0;
     char *text = read_file(path, &len);
     if (text == NULL) {
-        NR_LOG_WARN("unable to read labels '%s' of model '%s'", path, e->name);
+        NR_LOG_WARN("unable to read labels '%s' of model '%s'", path, cfg->name);
         free(path);
         return;
     }
     free(path);
     s->v = nr_realloc(s->v, (s->n + 1) * sizeof(*s->v));
     nr_labels_t *l = &s->v[s->n++];
-    l->cfg = e->cfg;
     l->output = o;
     l->text = text;
     l->lines = NULL;
@@ -72,17 +72,12 @@ static void load_one(nr_label_set_t *s, const nr_repo_entry_t *e, uint32_t o)
     }
 }
 
-void nr_labels_load(nr_label_set_t *s, const nr_repo_t *repo)
+void nr_labels_load(nr_label_set_t *s, const nr_model_config_t *cfg, const char *dir)
 {
-    for (size_t i = 0; i < nr_repo_count(repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
-        if (e->cfg == NULL || e->dir == NULL)
-            continue;
-        for (size_t o = 0; o < e->cfg->n_output; o++) {
-            const char *fn = e->cfg->output[o].label_filename;
-            if (fn != NULL && fn[0] != '\0')
-                load_one(s, e, (uint32_t)o);
-        }
+    for (size_t o = 0; o < cfg->n_output; o++) {
+        const char *fn = cfg->output[o].label_filename;
+        if (fn != NULL && fn[0] != '\0')
+            load_one(s, cfg, dir, (uint32_t)o);
     }
 }
 
@@ -97,13 +92,12 @@ void nr_labels_free(nr_label_set_t *s)
     s->n = 0;
 }
 
-const nr_labels_t *nr_labels_find(const nr_label_set_t *s, const nr_model_config_t *cfg,
-                                  uint32_t output)
+const nr_labels_t *nr_labels_find(const nr_label_set_t *s, uint32_t output)
 {
     if (s == NULL)
         return NULL;
     for (size_t i = 0; i < s->n; i++)
-        if (s->v[i].cfg == cfg && s->v[i].output == output)
+        if (s->v[i].output == output)
             return &s->v[i];
     return NULL;
 }

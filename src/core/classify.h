@@ -8,7 +8,7 @@
 #define NR_CLASSIFY_H
 
 #include "../common/status.h"
-#include "repository.h"
+#include "../config/model_config.h"
 #include "tensor.h"
 
 #include <stdbool.h>
@@ -17,25 +17,24 @@
 
 /* One output's labels (label_filename of a config output), one per line. */
 typedef struct {
-    const nr_model_config_t *cfg;
     uint32_t output;
     char *text;          /* the file, NUL-separated lines */
     const char **lines;
     size_t n_lines;
 } nr_labels_t;
 
-/* Every label file of a repository's models, read once. */
+/* The label files of one model version's outputs. */
 typedef struct {
     nr_labels_t *v;
     size_t n;
 } nr_label_set_t;
 
-/* Reads the label files of every model in repo (a missing file is a warning). */
-void nr_labels_load(nr_label_set_t *set, const nr_repo_t *repo);
+/* Reads the label files the outputs of cfg name, relative to the model
+ * directory `dir` (a missing file is a warning). */
+void nr_labels_load(nr_label_set_t *set, const nr_model_config_t *cfg, const char *dir);
 void nr_labels_free(nr_label_set_t *set);
-/* The labels of output `output` of the model whose config is cfg, or NULL. */
-const nr_labels_t *nr_labels_find(const nr_label_set_t *set, const nr_model_config_t *cfg,
-                                  uint32_t output);
+/* The labels of config output `output`, or NULL. */
+const nr_labels_t *nr_labels_find(const nr_label_set_t *set, uint32_t output);
 
 /* Top-k of `t` per batch item as BYTES "<value>:<index>[:<label>]" elements
  * (descending; ties and NaNs, which rank last, by ascending index);

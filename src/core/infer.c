@@ -39,6 +39,7 @@ void nr_infer_release(nr_infer_t *inf)
     free(inf->class_n);
     free(inf->outs);
     free(inf->class_t);
+    nr_model_release(inf->model); /* last: the request's outputs came from it */
     memset(inf, 0, sizeof(*inf));
 }
 
@@ -316,7 +317,7 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
                 inf->class_t = nr_calloc(n, sizeof(*inf->class_t));
             char *buf = NULL;
             st = nr_classify(o->t, cfg->max_batch_size > 0, inf->class_n[c],
-                             nr_server_labels(inf->srv, cfg, c), &inf->class_t[k], &buf);
+                             nr_model_labels(inf->model, c), &inf->class_t[k], &buf);
             if (buf != NULL)
                 nr_infer_keep(inf, buf);
             if (st != NULL)

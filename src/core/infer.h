@@ -52,7 +52,8 @@ typedef struct nr_infer_s {
     nr_tensor_t *class_t;  /* [n_want]: classified outputs; NULL until one is classified */
 } nr_infer_t;
 
-/* Starts a request for model m (srv may be NULL); req->frontend = frontend. */
+/* Starts a request for model m (srv may be NULL); req->frontend = frontend.
+ * inf takes over the caller's reference on m (nr_infer_release drops it). */
 void nr_infer_init(nr_infer_t *inf, nr_server_t *srv, nr_model_t *m, void *frontend);
 /* Frees everything inf owns (not inf itself); safe on a zeroed inf. */
 void nr_infer_release(nr_infer_t *inf);

@@ -2,6 +2,7 @@
 #include "kserve.h"
 
 #include "../common/alloc.h"
+#include "../common/buf.h"
 #include "../common/json.h"
 #include "../common/log.h"
 
@@ -17,9 +18,10 @@ nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, size_t len, int64
 
 bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t version)
 {
-    nr_model_t *m;
+    nr_model_t *m = NULL;
     nr_status_t *st = nr_kserve_model(s, name, len, version, &m);
     nr_status_free(st);
+    nr_model_release(m);
     return st == NULL;
 }
 
@@ -56,6 +58,23 @@ nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, 
 
 /* ---- metadata ---------------------------------------------------------------- */
 
+/* The READY versions' strings, appended to a list being built. */
+typedef struct {
+    const char **v;
+    size_t n;
+    nr_buf_t text; /* the strings, NUL-separated (offsets in v until fixed up) */
+} ver_list_t;
+
+static void add_ready_version(const nr_repo_version_t *rv, void *arg)
+{
+    ver_list_t *l = arg;
+    if (rv->state != NR_MODEL_READY)
+        return;
+    l->v = nr_grow(l->v, l->n, sizeof(char *));
+    l->v[l->n++] = (const char *)(uintptr_t)l->text.len;
+    nr_buf_append(&l->text, rv->version_str, strlen(rv->version_str) + 1);
+}
+
 nr_status_t *nr_kserve_model_metadata(nr_server_t *s, const char *name, size_t len,
                                       int64_t version, nr_model_meta_t *out)
 {
@@ -69,22 +88,27 @@ nr_status_t *nr_kserve_model_metadata(nr_server_t *s, const char *name, size_t l
     out->platform = cfg->platform && cfg->platform[0] ? cfg->platform : cfg->backend;
     if (out->platform == NULL)
         out->platform = "";
+    ver_list_t l = {NULL, 0, {0}};
+    nr_buf_init(&l.text);
     if (version >= 0) {
-        out->versions = nr_malloc(sizeof(char *));
-        out->versions[out->n_versions++] = m->version_str;
-        return NULL;
+        nr_repo_version_t rv = {.state = NR_MODEL_READY, .version_str = m->version_str};
+        add_ready_version(&rv, &l);
+    } else {
+        nr_repo_visit(nr_server_repo(s), name, len, add_ready_version, &l);
     }
-    const nr_repo_entry_t *e = nr_repo_entry(nr_server_repo(s), name, len);
-    out->versions = nr_malloc((e->n_versions ? e->n_versions : 1) * sizeof(char *));
-    for (size_t i = 0; i < e->n_versions; i++)
-        if (e->versions[i]->state == NR_MODEL_READY)
-            out->versions[out->n_versions++] = e->versions[i]->version_str;
+    out->text = nr_buf_steal(&l.text, NULL);
+    for (size_t i = 0; i < l.n; i++)
+        l.v[i] = out->text + (uintptr_t)l.v[i];
+    out->versions = l.v;
+    out->n_versions = l.n;
     return NULL;
 }
 
 void nr_kserve_model_meta_free(nr_model_meta_t *m)
 {
     free(m->versions);
+    free(m->text);
+    nr_model_release(m->model);
     memset(m, 0, sizeof(*m));
 }
 
@@ -101,37 +125,33 @@ size_t nr_kserve_meta_shape(const nr_model_config_t *cfg, const nr_cfg_dims_t *d
 
 /* ---- statistics ---------------------------------------------------------------- */
 
-/* Calls fn for every READY version of e (or only `version`); returns how many. */
-static size_t stats_entry(const nr_repo_entry_t *e, int64_t version, nr_kserve_stats_fn fn,
-                          void *arg)
+typedef struct {
+    int64_t version;
+    nr_kserve_stats_fn fn;
+    void *arg;
+    size_t n;
+} stats_walk_t;
+
+static void stats_version(const nr_repo_version_t *rv, void *arg)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < e->n_versions; i++) {
-        const nr_model_t *m = e->versions[i];
-        if (m->state != NR_MODEL_READY || (version >= 0 && m->version != version))
-            continue;
-        nr_stats_snap_t sn;
-        nr_stats_snapshot(&m->stats, &sn);
-        fn(m, &sn, arg);
-        nr_stats_snap_free(&sn);
-        n++;
-    }
-    return n;
+    stats_walk_t *w = arg;
+    if (rv->model == NULL || (w->version >= 0 && rv->version != w->version))
+        return;
+    nr_stats_snap_t sn;
+    nr_stats_snapshot(&rv->model->stats, &sn);
+    w->fn(rv->model, &sn, w->arg);
+    nr_stats_snap_free(&sn);
+    w->n++;
 }
 
 nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len, int64_t version,
                              nr_kserve_stats_fn fn, void *arg)
 {
-    const nr_repo_t *repo = nr_server_repo(s);
-    if (name == NULL) {
-        for (size_t i = 0; i < nr_repo_count(repo); i++)
-            stats_entry(nr_repo_entry_at(repo, i), -1, fn, arg);
+    stats_walk_t w = {version, fn, arg, 0};
+    size_t found = nr_repo_visit(nr_server_repo(s), name, len, stats_version, &w);
+    if (name == NULL || w.n > 0)
         return NULL;
-    }
-    const nr_repo_entry_t *e = nr_repo_entry(repo, name, len);
-    if (e != NULL && stats_entry(e, version, fn, arg) > 0)
-        return NULL;
-    if (e != NULL && version >= 0)
+    if (found > 0 && version >= 0)
         return nr_status_new(NR_INVALID_ARG,
                              "requested model version is not available for model '%.*s'",
                              (int)len, name);
@@ -139,14 +159,9 @@ nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len, int64
                          name);
 }
 
-void nr_kserve_versions(nr_server_t *s, nr_kserve_version_fn fn, void *arg)
+void nr_kserve_versions(nr_server_t *s, nr_repo_visit_fn fn, void *arg)
 {
-    const nr_repo_t *repo = nr_server_repo(s);
-    for (size_t i = 0; i < nr_repo_count(repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
-        for (size_t k = 0; k < e->n_versions; k++)
-            fn(e->versions[k], e->name, arg);
-    }
+    nr_repo_visit(nr_server_repo(s), NULL, 0, fn, arg);
 }
 
 /* ---- repository ------------------------------------------------------------------ */
@@ -154,42 +169,56 @@ void nr_kserve_versions(nr_server_t *s, nr_kserve_version_fn fn, void *arg)
 static const char *state_name(nr_model_state_t st)
 {
     switch (st) {
-    case NR_MODEL_LOADING: return "LOADING";
+    case NR_MODEL_UNKNOWN: return "UNKNOWN";
     case NR_MODEL_READY: return "READY";
     case NR_MODEL_UNAVAILABLE: return "UNAVAILABLE";
+    case NR_MODEL_LOADING: return "LOADING";
+    case NR_MODEL_UNLOADING: return "UNLOADING";
     }
     return "UNKNOWN";
 }
 
-void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn, void *arg)
+typedef struct {
+    nr_kserve_index_fn fn;
+    void *arg;
+} index_walk_t;
+
+static void index_version(const nr_repo_version_t *rv, void *arg)
 {
-    const nr_repo_t *repo = nr_server_repo(s);
-    for (size_t i = 0; i < nr_repo_count(repo); i++) {
-        const nr_repo_entry_t *e = nr_repo_entry_at(repo, i);
-        if (e->n_versions == 0) {
-            if (!ready_only) {
-                nr_index_entry_t ie = {e->name, NULL, "UNAVAILABLE", e->reason};
-                fn(&ie, arg);
-            }
-            continue;
-        }
-        for (size_t v = 0; v < e->n_versions; v++) {
-            const nr_model_t *m = e->versions[v];
-            if (ready_only && m->state != NR_MODEL_READY)
-                continue;
-            nr_index_entry_t ie = {e->name, m->version_str, state_name(m->state),
-                                   m->state == NR_MODEL_UNAVAILABLE ? m->reason : NULL};
-            fn(&ie, arg);
-        }
-    }
+    index_walk_t *w = arg;
+    /* a model directory never loaded: its name alone, as Triton lists it */
+    bool name_only = rv->state == NR_MODEL_UNKNOWN && rv->version < 0;
+    nr_index_entry_t ie = {rv->name, rv->version_str, name_only ? NULL : state_name(rv->state),
+                           rv->reason};
+    w->fn(&ie, w->arg);
 }
 
-nr_status_t *nr_kserve_repo_control(nr_server_t *s, const char *model, size_t len, bool load)
+void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn, void *arg)
 {
-    (void)s, (void)model, (void)len, (void)load;
-    /* --model-control-mode=none: the model set is fixed after startup */
+    index_walk_t w = {fn, arg};
+    nr_repo_index(nr_server_repo(s), ready_only, index_version, &w);
+}
+
+/* Load and unload are refused unless the mode is explicit, in Triton's words. */
+static nr_status_t *control_allowed(nr_server_t *s)
+{
+    if (nr_repo_mode(nr_server_repo(s)) == NR_CONTROL_EXPLICIT)
+        return NULL;
     return nr_status_new(NR_UNAVAILABLE,
                          "explicit model load / unload is not allowed if polling is enabled");
+}
+
+nr_status_t *nr_kserve_repo_load(nr_server_t *s, const char *model, size_t len,
+                                 const nr_repo_load_params_t *p)
+{
+    nr_status_t *st = control_allowed(s);
+    return st ? st : nr_repo_load(nr_server_repo(s), model, len, p);
+}
+
+nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len)
+{
+    nr_status_t *st = control_allowed(s);
+    return st ? st : nr_repo_unload(nr_server_repo(s), model, len);
 }
 
 nr_status_t *nr_kserve_repo_named(void)

@@ -6,7 +6,7 @@
  * texts and codes of the errors are Triton's and live here once.
  * Per-request inference semantics are in infer.h.
  *
- * Any thread; nothing here locks (the model set is fixed after startup).
+ * Any thread; the repository locks what it walks.
  */
 #ifndef NR_KSERVE_H
 #define NR_KSERVE_H
@@ -53,8 +53,10 @@ static inline bool nr_param_is(const nr_param_t *p, const char *k)
     return p->key_len == n && memcmp(p->key, k, n) == 0;
 }
 
-/* A READY model version: `version` < 0 means the highest READY one. Errors
- * are Triton's (NOT_FOUND "Request for unknown model: ..."). */
+/* A READY model version, with a reference the caller gives back with
+ * nr_model_release (nr_infer_init takes it over): `version` < 0 means the
+ * highest READY one. Errors are Triton's (NOT_FOUND "Request for unknown
+ * model: ..."). */
 NR_MUST_CHECK nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, size_t len,
                                            int64_t version, nr_model_t **out);
 bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t version);
@@ -69,10 +71,11 @@ NR_MUST_CHECK nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_p
 /* ---- metadata --------------------------------------------------------------- */
 
 typedef struct {
-    const nr_model_t *model; /* the version asked for, or the highest READY one */
+    nr_model_t *model;       /* the version asked for, or the highest READY one (held) */
     const char *platform;    /* the config's platform, or its backend when that is empty */
     const char **versions;   /* the version asked for, or every READY version (owned array) */
     size_t n_versions;
+    char *text;              /* what versions point into */
 } nr_model_meta_t;
 
 NR_MUST_CHECK nr_status_t *nr_kserve_model_metadata(nr_server_t *s, const char *name,
@@ -94,27 +97,30 @@ typedef void (*nr_kserve_stats_fn)(const nr_model_t *m, const nr_stats_snap_t *s
 NR_MUST_CHECK nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len,
                                            int64_t version, nr_kserve_stats_fn fn, void *arg);
 
-/* Every version of every model, READY or not (m->state says), in the
- * repository's order (name, then version); the frontend reads, never keeps. */
-typedef void (*nr_kserve_version_fn)(nr_model_t *m, const char *model_name, void *arg);
-void nr_kserve_versions(nr_server_t *s, nr_kserve_version_fn fn, void *arg);
+/* Every version record of every model, READY or not, in the repository's
+ * order (name, then version); the frontend reads, never keeps, and calls
+ * nothing of the repository from fn. */
+void nr_kserve_versions(nr_server_t *s, nr_repo_visit_fn fn, void *arg);
 
 /* ---- repository ------------------------------------------------------------------ */
 
 typedef struct {
     const char *name;
     const char *version; /* NULL for a model that has no version */
-    const char *state;   /* "READY", "UNAVAILABLE", "LOADING", ... */
-    const char *reason;  /* NULL unless UNAVAILABLE with a reason */
+    const char *state;   /* "READY", "UNAVAILABLE", "LOADING", ...; NULL: never loaded
+                            (Triton lists the name alone) */
+    const char *reason;  /* NULL unless there is one ("unloaded", a load error) */
 } nr_index_entry_t;
 typedef void (*nr_kserve_index_fn)(const nr_index_entry_t *e, void *arg);
 /* Every model version, sorted by name then version (ready_only: READY ones). */
 void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn, void *arg);
-/* Load and unload, refused while the model set is fixed (MODE_NONE):
- * UNAVAILABLE "explicit model load / unload is not allowed if polling is
- * enabled", as Triton words it. */
-NR_MUST_CHECK nr_status_t *nr_kserve_repo_control(nr_server_t *s, const char *model, size_t len,
-                                                  bool load);
+/* Load and unload (repository.h: nr_repo_load, nr_repo_unload), refused
+ * unless the model control mode is explicit: UNAVAILABLE "explicit model load
+ * / unload is not allowed if polling is enabled", as Triton words it (in
+ * MODE_NONE too). Load blocks until the model is loaded or failed. */
+NR_MUST_CHECK nr_status_t *nr_kserve_repo_load(nr_server_t *s, const char *model, size_t len,
+                                               const nr_repo_load_params_t *p);
+NR_MUST_CHECK nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len);
 /* A repository name in a load/unload/index request: UNSUPPORTED
  * "'repository_name' specification is not supported". */
 NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);

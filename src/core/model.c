@@ -1,6 +1,7 @@
-/* model.c - loading one model version (backend state, instances, queue) and
- * submitting requests to it. Load and unload run on the main thread; submit
- * runs on frontend threads and takes only the queue lock.
+/* model.c - loading one model version (backend state, instances, queue,
+ * labels) and submitting requests to it. Load and unload run on the
+ * repository's threads; submit runs on frontend threads and takes only the
+ * queue lock.
  */
 #include "model.h"
 
@@ -142,6 +143,7 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     if (m->cfg->scheduling_choice == NR_SCHED_SEQUENCE)
         return nr_status_new(NR_UNSUPPORTED, "sequence batching is not supported by nereid "
                                              "(the model configuration sets 'sequence_batching')");
+    nr_labels_load(&m->labels, m->cfg, model_dir);
     nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;
@@ -163,6 +165,12 @@ void nr_model_unload(nr_model_t *m)
     teardown(m);
     nr_stats_destroy(&m->stats);
     nr_model_index_free(m);
+    nr_labels_free(&m->labels);
+}
+
+const nr_labels_t *nr_model_labels(const nr_model_t *m, uint32_t output)
+{
+    return nr_labels_find(&m->labels, output);
 }
 
 /* Whether the model's mean execution so far is within the request's inline
@@ -189,8 +197,12 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
         return st;
     }
     if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
+        /* done may release the caller's reference, possibly the last: keep m
+         * until the instance is given back */
+        nr_model_ref(m);
         nr_inst_run_inline(borrowed->owner, req);
         nr_sched_give_back(m->sched, borrowed);
+        nr_model_release(m);
     }
     return NULL;
 }

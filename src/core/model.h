@@ -1,6 +1,9 @@
 /* model.h - one loaded version of one model: config, backend state, its
- * instances and their queue, and statistics. Created and destroyed by the
- * repository; with model-control-mode none a model lives until shutdown.
+ * instances and their queue, statistics and classification labels. Created
+ * by the repository and reference counted: the repository holds one
+ * reference while the version serves, every request one from lookup until
+ * its response is released; when the last goes, the repository unloads it
+ * (on its own thread: the last release may come from an instance thread).
  */
 #ifndef NR_MODEL_H
 #define NR_MODEL_H
@@ -8,10 +11,18 @@
 #include "../backends/backend.h"
 #include "../common/strmap.h"
 #include "../config/model_config.h"
+#include "classify.h"
 #include "request.h"
 #include "stats.h"
 
-typedef enum { NR_MODEL_LOADING, NR_MODEL_READY, NR_MODEL_UNAVAILABLE } nr_model_state_t;
+/* Triton's ModelReadyState, in its order. */
+typedef enum {
+    NR_MODEL_UNKNOWN,
+    NR_MODEL_READY,
+    NR_MODEL_UNAVAILABLE,
+    NR_MODEL_LOADING,
+    NR_MODEL_UNLOADING,
+} nr_model_state_t;
 
 typedef struct nr_sched_s nr_sched_t;
 typedef struct nr_instance_s nr_instance_t;
@@ -23,8 +34,14 @@ struct nr_model_s {
     const nr_model_config_t *cfg;  /* shared by the versions of one model; immutable */
     const nr_backend_t *backend;
     void *backend_state;
-    nr_model_state_t state;
+    nr_model_state_t state;        /* LOADING until loaded, then READY (or UNAVAILABLE) */
     char *reason;                  /* why UNAVAILABLE ("Internal: ...") */
+    nr_label_set_t labels;         /* the outputs' label files, read at load */
+    /* References (see above). When they reach 0, on_last_release(m) runs on
+     * the releasing thread; it must not unload m there. */
+    _Atomic uint32_t refs;
+    void (*on_last_release)(nr_model_t *m);
+    void *owner;                   /* the repository's record of this load */
     nr_instance_t **instances;
     size_t n_instances;
     nr_sched_t *sched;
@@ -47,6 +64,19 @@ NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
                                          const char *model_path, int cpu_count);
 /* Stops instance threads (after the queue drains) and unloads the backend. */
 void nr_model_unload(nr_model_t *m);
+
+/* Takes one more reference on m; drops one (see on_last_release). */
+static inline void nr_model_ref(nr_model_t *m)
+{
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+static inline void nr_model_release(nr_model_t *m)
+{
+    if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+        m->on_last_release(m);
+}
+/* The labels of config output `output`, or NULL. */
+const nr_labels_t *nr_model_labels(const nr_model_t *m, uint32_t output);
 
 /* The name indexes above, from m->cfg (nr_model_load builds them; a model
  * assembled without loading calls this itself). */

@@ -1,6 +1,16 @@
-/* repository.c - scanning model repositories and loading every model at
- * startup (model-control-mode none). Runs on the main thread; afterwards the
- * repository is read-only, so lookups from frontend threads take no lock.
+/* repository.c - the model repositories and the life cycle of their models
+ * (repository.h).
+ *
+ * Each model directory is an entry (sorted by name, never removed before
+ * destroy) holding one record per version: its state, reason and, while it
+ * serves, the model (the repository's reference). A load builds a new
+ * generation (one parsed config shared by the versions loaded with it),
+ * loads its versions without any lock, then publishes them under the write
+ * lock; versions it replaces or drops are retired: out of the record, their
+ * reference released. The last release of a model hands it to the reaper
+ * thread, which unloads it (joining its instance threads) and marks its
+ * record UNAVAILABLE "unloaded" if nothing replaced it. Loads, unloads and
+ * polls run one at a time (control_mu).
  */
 #include "repository.h"
 
@@ -9,16 +19,74 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef NR_HAVE_CFG_JSON
+static nr_status_t *nr_cfg_parse_json(const char *t, size_t n, nr_model_config_t **out)
+{
+    (void)t, (void)n, (void)out;
+    return nr_status_new(NR_UNSUPPORTED, "config overrides are not supported yet");
+}
+#endif
+
+/* One parsed config, shared by the versions loaded with it. */
+typedef struct {
+    nr_model_config_t *cfg;
+    char *json; /* its rendering, to tell a changed config from the same one */
+    _Atomic uint32_t refs;
+} gen_t;
+
+typedef struct {
+    int64_t version;
+    char version_str[24];
+    nr_model_state_t state;
+    char *reason;
+    nr_model_t *model;    /* READY: serving (the repository's reference) */
+    nr_model_t *retiring; /* UNLOADING: the model whose last reference is awaited */
+    int64_t stamp;        /* the version directory's modification time at load */
+} ver_t;
+
+typedef struct {
+    char *name;
+    char *dir;    /* where it was loaded from (a temporary one for sent files) */
+    char *tmpdir; /* a directory of sent files to remove, or NULL */
+    char *reason; /* the model failed before any version existed */
+    ver_t *v; size_t n; /* ascending by version */
+    int64_t stamp;      /* the directory's modification time at the last load; 0: reload */
+    char *cfg_json;     /* the serving generation's config rendering */
+} entry_t;
 
 struct nr_repo_s {
-    nr_repo_entry_t *entries;
-    size_t n;
+    nr_repo_options_t opts;
+    char **paths;
+    pthread_rwlock_t lock;   /* entries and their records */
+    entry_t **e; size_t n;   /* sorted by name */
+    pthread_mutex_t control_mu; /* one load / unload / poll at a time */
+    size_t obs_cap;          /* latency observations for new loads (0: none) */
+    /* the reaper: unloads models whose last reference went */
+    pthread_mutex_t reap_mu;
+    pthread_cond_t reap_cv;
+    nr_model_t **reap; size_t n_reap;
+    size_t outstanding;      /* published models not yet unloaded */
+    bool stopping;
+    pthread_t reaper;
+    /* the poller (POLL mode with poll_secs > 0) */
+    pthread_t poller;
+    bool polling;
+    pthread_mutex_t poll_mu;
+    pthread_cond_t poll_cv;
 };
+
+/* ---- files ----------------------------------------------------------------- */
 
 static bool is_dir(const char *path)
 {
@@ -32,9 +100,35 @@ static bool exists(const char *path)
     return stat(path, &sb) == 0;
 }
 
-static int cmp_entry(const void *a, const void *b)
+static int64_t ns_of(struct timespec t)
 {
-    return strcmp(((const nr_repo_entry_t *)a)->name, ((const nr_repo_entry_t *)b)->name);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The latest modification (or status change) under path, recursively, as
+ * Triton's GetDetailedModifiedTime: any file written, added or removed moves it. */
+static int64_t stamp_of(const char *path, int depth)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    int64_t t = ns_of(sb.st_mtim) > ns_of(sb.st_ctim) ? ns_of(sb.st_mtim) : ns_of(sb.st_ctim);
+    if (!S_ISDIR(sb.st_mode) || depth > 16)
+        return t;
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *sub = nr_asprintf("%s/%s", path, de->d_name);
+        int64_t s = stamp_of(sub, depth + 1);
+        free(sub);
+        if (s > t)
+            t = s;
+    }
+    if (d)
+        closedir(d);
+    return t;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -43,8 +137,13 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Version directories: "0" or [1-9][0-9]*; others are ignored with a warning. */
-static size_t list_versions(const char *dir, const char *model, int64_t **out)
+static size_t list_versions(const char *dir, int64_t **out)
 {
     DIR *d = opendir(dir);
     size_t n = 0, cap = 8;
@@ -72,11 +171,75 @@ static size_t list_versions(const char *dir, const char *model, int64_t **out)
     }
     if (d)
         closedir(d);
-    (void)model;
     qsort(v, n, sizeof(int64_t), cmp_i64);
     *out = v;
     return n;
 }
+
+/* The model directory names under every repository path, sorted (a name in
+ * two paths is listed twice). */
+static size_t list_models(const nr_repo_t *repo, char ***out)
+{
+    char **names = NULL;
+    size_t n = 0;
+    for (size_t p = 0; p < repo->opts.n_paths; p++) {
+        DIR *d = opendir(repo->paths[p]);
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL) {
+            if (de->d_name[0] == '.')
+                continue;
+            char *dir = nr_asprintf("%s/%s", repo->paths[p], de->d_name);
+            if (is_dir(dir)) {
+                names = nr_grow(names, n, sizeof(char *));
+                names[n++] = nr_strdup(de->d_name);
+            }
+            free(dir);
+        }
+        if (d)
+            closedir(d);
+    }
+    if (n)
+        qsort(names, n, sizeof(char *), cmp_str);
+    *out = names;
+    return n;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The directory of model `name`: NULL with *dup set when two repositories
+ * hold it, NULL when none does. */
+static char *find_dir(const nr_repo_t *repo, const char *name, char **dup)
+{
+    char *found = NULL;
+    *dup = NULL;
+    for (size_t p = 0; p < repo->opts.n_paths; p++) {
+        char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
+        if (!is_dir(dir)) {
+            free(dir);
+        } else if (found == NULL) {
+            found = dir;
+        } else {
+            *dup = dir;
+            break;
+        }
+    }
+    if (*dup) {
+        char *d = *dup;
+        *dup = nr_asprintf("model '%s' exists in multiple model repositories: %s and %s", name,
+                           found, d);
+        free(d);
+        free(found);
+        return NULL;
+    }
+    return found;
+}
+
+/* ---- configs --------------------------------------------------------------- */
 
 /* Applies the version policy to the ascending list; returns the kept count. */
 static size_t apply_policy(const nr_model_config_t *cfg, int64_t *v, size_t n)
@@ -153,148 +316,694 @@ static char *status_reason(nr_status_t *st)
     return r;
 }
 
-/* Reads, completes and validates the config of one model directory. */
-static nr_status_t *prepare_config(nr_repo_entry_t *e, const nr_repo_options_t *opts,
-                                   const int64_t *v, size_t nv, const nr_backend_t **backend)
+/* Reads (or takes from the override), completes and validates the config of
+ * model `name` in dir; *backend gets its backend. */
+static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, const char *dir,
+                                   const nr_repo_load_params_t *p, const int64_t *v, size_t nv,
+                                   nr_model_config_t **out, const nr_backend_t **backend)
 {
-    char *path = NULL;
-    if (opts->model_config_name && opts->model_config_name[0]) {
-        path = nr_asprintf("%s/configs/%s.pbtxt", e->dir, opts->model_config_name);
-        if (!exists(path)) {
-            free(path);
-            path = NULL;
-        }
-    }
-    if (!path)
-        path = nr_asprintf("%s/config.pbtxt", e->dir);
+    const nr_repo_options_t *opts = &repo->opts;
     nr_status_t *st = NULL;
-    if (exists(path)) {
-        st = nr_cfg_parse_file(path, &e->cfg);
-    } else if (opts->autocomplete) {
-        e->cfg = nr_cfg_new();
+    nr_model_config_t *cfg = NULL;
+    if (p != NULL && p->config != NULL) {
+        st = nr_cfg_parse_json(p->config, p->config_len, &cfg);
+        if (st != NULL) {
+            nr_status_t *w = nr_status_new(NR_INVALID_ARG, "Invalid config override: %s", st->msg);
+            nr_status_free(st);
+            return w;
+        }
     } else {
-        st = nr_status_new(NR_INVALID_ARG,
-                           "model configuration file '%s' is missing, and auto-complete is "
-                           "disabled (--disable-auto-complete-config)",
-                           path);
+        char *path = NULL;
+        if (opts->model_config_name && opts->model_config_name[0]) {
+            path = nr_asprintf("%s/configs/%s.pbtxt", dir, opts->model_config_name);
+            if (!exists(path)) {
+                free(path);
+                path = NULL;
+            }
+        }
+        if (!path)
+            path = nr_asprintf("%s/config.pbtxt", dir);
+        if (exists(path)) {
+            st = nr_cfg_parse_file(path, &cfg);
+        } else if (opts->autocomplete) {
+            cfg = nr_cfg_new();
+        } else {
+            st = nr_status_new(NR_INVALID_ARG,
+                               "model configuration file '%s' is missing, and auto-complete is "
+                               "disabled (--disable-auto-complete-config)",
+                               path);
+        }
+        free(path);
+        if (st)
+            return st;
     }
-    free(path);
-    if (st)
-        return st;
-    guess_backend(e->cfg, e->dir, v, nv);
-    autofill_backend(e->cfg, e->name);
-    *backend = e->cfg->backend ? nr_backend_find(e->cfg->backend) : NULL;
+    *out = cfg;
+    guess_backend(cfg, dir, v, nv);
+    autofill_backend(cfg, name);
+    *backend = cfg->backend ? nr_backend_find(cfg->backend) : NULL;
     if (*backend == NULL)
         return nr_status_new(NR_INVALID_ARG, "unable to find backend '%s' for model '%s'",
-                             e->cfg->backend ? e->cfg->backend : "", e->name);
-    nr_cfg_normalize(e->cfg);
+                             cfg->backend ? cfg->backend : "", name);
+    nr_cfg_normalize(cfg);
     if (opts->autocomplete && (*backend)->model_autocomplete && nv > 0) {
-        char *mp = nr_asprintf("%s/%" PRId64 "/%s", e->dir, v[nv - 1],
-                               e->cfg->default_model_filename);
-        st = (*backend)->model_autocomplete(e->cfg, mp);
+        char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[nv - 1], cfg->default_model_filename);
+        st = (*backend)->model_autocomplete(cfg, mp);
         free(mp);
         if (st)
             return st;
-        nr_cfg_normalize(e->cfg);
+        nr_cfg_normalize(cfg);
     }
-    nr_cfg_fill_instance_groups(e->cfg, 2, 0);
-    return nr_cfg_validate(e->cfg, e->name);
+    nr_cfg_fill_instance_groups(cfg, 2, 0);
+    st = nr_cfg_validate(cfg, name);
+    if (st == NULL && strcmp(cfg->name, name) != 0)
+        st = nr_status_new(NR_INVALID_ARG,
+                           "unexpected directory name '%s' for model '%s', directory name must "
+                           "equal model name",
+                           name, cfg->name);
+    return st;
 }
 
-static void load_entry(nr_repo_entry_t *e, const nr_repo_options_t *opts)
+static void gen_release(gen_t *g)
 {
+    if (g != NULL && atomic_fetch_sub(&g->refs, 1) == 1) {
+        nr_cfg_free(g->cfg);
+        free(g->json);
+        free(g);
+    }
+}
+
+/* ---- entries and records ----------------------------------------------------------- */
+
+static entry_t *find_entry(const nr_repo_t *repo, const char *name, size_t len, size_t *pos)
+{
+    size_t lo = 0, hi = repo->n;
+    while (lo < hi) { /* entries are sorted by name */
+        size_t mid = (lo + hi) / 2;
+        const char *s = repo->e[mid]->name;
+        size_t sl = strlen(s);
+        int c = memcmp(s, name, sl < len ? sl : len);
+        if (c == 0)
+            c = sl < len ? -1 : sl > len;
+        if (c == 0)
+            return repo->e[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (pos)
+        *pos = lo;
+    return NULL;
+}
+
+/* The entry of `name`, added if new. Write lock held. */
+static entry_t *entry_for(nr_repo_t *repo, const char *name)
+{
+    size_t pos = 0;
+    entry_t *e = find_entry(repo, name, strlen(name), &pos);
+    if (e != NULL)
+        return e;
+    e = nr_calloc(1, sizeof(*e));
+    e->name = nr_strdup(name);
+    repo->e = nr_grow(repo->e, repo->n, sizeof(entry_t *));
+    memmove(&repo->e[pos + 1], &repo->e[pos], (repo->n - pos) * sizeof(entry_t *));
+    repo->e[pos] = e;
+    repo->n++;
+    return e;
+}
+
+static ver_t *find_ver(entry_t *e, int64_t version)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (e->v[i].version == version)
+            return &e->v[i];
+    return NULL;
+}
+
+/* The record of `version`, added (UNKNOWN) if new. Write lock held. */
+static ver_t *ver_for(entry_t *e, int64_t version)
+{
+    ver_t *r = find_ver(e, version);
+    if (r != NULL)
+        return r;
+    size_t pos = 0;
+    while (pos < e->n && e->v[pos].version < version)
+        pos++;
+    e->v = nr_grow(e->v, e->n, sizeof(ver_t));
+    memmove(&e->v[pos + 1], &e->v[pos], (e->n - pos) * sizeof(ver_t));
+    r = &e->v[pos];
+    memset(r, 0, sizeof(*r));
+    r->version = version;
+    snprintf(r->version_str, sizeof(r->version_str), "%" PRId64, version);
+    e->n++;
+    return r;
+}
+
+/* A new state for r: a model still retiring from it no longer marks it. */
+static void set_state(ver_t *r, nr_model_state_t st, const char *reason)
+{
+    r->retiring = NULL;
+    r->state = st;
+    free(r->reason);
+    r->reason = reason ? nr_strdup(reason) : NULL;
+}
+
+/* Takes the serving model out of record r (which becomes UNLOADING, or
+ * keeps `next`): the caller releases the returned reference after
+ * unlocking. Write lock held. */
+static nr_model_t *retire(ver_t *r)
+{
+    nr_model_t *m = r->model;
+    r->model = NULL;
+    if (m != NULL) {
+        set_state(r, NR_MODEL_UNLOADING, NULL);
+        r->retiring = m;
+    }
+    return m;
+}
+
+/* ---- the reaper --------------------------------------------------------------------- */
+
+/* on_last_release of a published model: hand it to the reaper. */
+static void to_reaper(nr_model_t *m)
+{
+    nr_repo_t *repo = ((void **)m->owner)[1];
+    pthread_mutex_lock(&repo->reap_mu);
+    repo->reap = nr_grow(repo->reap, repo->n_reap, sizeof(nr_model_t *));
+    repo->reap[repo->n_reap++] = m;
+    pthread_cond_signal(&repo->reap_cv);
+    pthread_mutex_unlock(&repo->reap_mu);
+}
+
+/* Frees a model (loaded, failed, or never published) and its generation. */
+static void free_model(nr_model_t *m)
+{
+    void **owner = m->owner;
+    nr_model_unload(m);
+    free(m->reason);
+    free(m);
+    gen_release(owner[0]);
+    free(owner);
+}
+
+static void *reaper_main(void *arg)
+{
+    nr_repo_t *repo = arg;
+    pthread_mutex_lock(&repo->reap_mu);
+    for (;;) {
+        while (repo->n_reap == 0 && !(repo->stopping && repo->outstanding == 0))
+            pthread_cond_wait(&repo->reap_cv, &repo->reap_mu);
+        if (repo->n_reap == 0)
+            break;
+        nr_model_t *m = repo->reap[--repo->n_reap];
+        pthread_mutex_unlock(&repo->reap_mu);
+        char *name = nr_strdup(m->name);
+        int64_t version = m->version;
+        nr_model_unload(m);
+        NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, name, version);
+        pthread_rwlock_wrlock(&repo->lock);
+        entry_t *e = find_entry(repo, name, strlen(name), NULL);
+        ver_t *r = e ? find_ver(e, version) : NULL;
+        if (r != NULL && r->retiring == m) {
+            r->retiring = NULL;
+            set_state(r, NR_MODEL_UNAVAILABLE, "unloaded");
+        }
+        pthread_rwlock_unlock(&repo->lock);
+        free(name);
+        free_model(m);
+        pthread_mutex_lock(&repo->reap_mu);
+        repo->outstanding--;
+        pthread_cond_broadcast(&repo->reap_cv);
+    }
+    pthread_mutex_unlock(&repo->reap_mu);
+    return NULL;
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+/* Writes the files sent with a load into a new temporary model directory. */
+static nr_status_t *write_files(const nr_repo_load_params_t *p, char **out)
+{
+    char tmpl[] = "/tmp/nereid-model-XXXXXX";
+    if (mkdtemp(tmpl) == NULL)
+        return nr_status_new(NR_INTERNAL, "failed to create a temporary model directory: %s",
+                             strerror(errno));
+    *out = nr_strdup(tmpl);
+    for (size_t i = 0; i < p->n_files; i++) {
+        const nr_repo_file_t *f = &p->files[i];
+        char *rel = nr_strndup(f->path, f->path_len);
+        /* relative, inside the directory, each component a possible file name */
+        bool bad = rel[0] == '\0' || rel[0] == '/' || strstr(rel, "..") != NULL ||
+                   strlen(rel) != f->path_len;
+        for (const char *c = rel; !bad && *c; c += strcspn(c, "/") + (c[strcspn(c, "/")] != 0))
+            bad = strcspn(c, "/") == 0 || strcspn(c, "/") > NAME_MAX;
+        if (bad) {
+            nr_status_t *st = nr_status_new(
+                NR_INVALID_ARG, "Invalid file path 'file:%.200s' in load parameters", rel);
+            free(rel);
+            return st;
+        }
+        char *path = nr_asprintf("%s/%s", *out, rel);
+        free(rel);
+        for (char *s = path + strlen(*out) + 1; (s = strchr(s, '/')) != NULL; s++) {
+            *s = '\0';
+            mkdir(path, 0700);
+            *s = '/';
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        bool ok = fd >= 0;
+        for (size_t off = 0; ok && off < f->len;) {
+            ssize_t w = write(fd, (const char *)f->data + off, f->len - off);
+            ok = w > 0;
+            off += ok ? (size_t)w : 0;
+        }
+        if (fd >= 0 && close(fd) != 0)
+            ok = false;
+        nr_status_t *st =
+            ok ? NULL : nr_status_new(NR_INTERNAL, "failed to write '%s': %s", path, strerror(errno));
+        free(path);
+        if (st)
+            return st;
+    }
+    return NULL;
+}
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *sub = nr_asprintf("%s/%s", path, de->d_name);
+        if (is_dir(sub))
+            remove_tree(sub);
+        else
+            unlink(sub);
+        free(sub);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
+/* A model that failed before any version existed: record why (unless
+ * versions serve) and build the caller's error. */
+static nr_status_t *config_failed(nr_repo_t *repo, const char *name, nr_status_t *st)
+{
+    char *reason = status_reason(st);
+    NR_LOG_ERROR("failed to load '%s': %s", name, reason);
+    pthread_rwlock_wrlock(&repo->lock);
+    entry_t *e = entry_for(repo, name);
+    bool serving = false;
+    for (size_t i = 0; i < e->n; i++)
+        serving |= e->v[i].model != NULL;
+    if (!serving) {
+        free(e->reason);
+        e->reason = nr_strdup(reason);
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    st = nr_status_new(NR_INTERNAL, "failed to load '%s', failed to poll from model repository: %s",
+                       name, reason);
+    free(reason);
+    return st;
+}
+
+/* One new version being loaded. */
+typedef struct {
+    nr_model_t *m;
+    ver_t *r;        /* its record (write lock held when touched) */
+    bool reused;     /* the serving version stays (same config, same files) */
+    int64_t stamp;
+} pending_t;
+
+static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *backend,
+                             int64_t version)
+{
+    nr_model_t *m = nr_calloc(1, sizeof(*m));
+    void **owner = nr_malloc(2 * sizeof(void *));
+    owner[0] = g;
+    owner[1] = repo;
+    atomic_fetch_add(&g->refs, 1);
+    m->owner = owner;
+    m->cfg = g->cfg;
+    m->version = version;
+    m->backend = backend;
+    m->allow_inline = repo->opts.inline_execution;
+    m->state = NR_MODEL_LOADING;
+    m->on_last_release = to_reaper;
+    atomic_init(&m->refs, 1);
+    return m;
+}
+
+/* Loads model `name` (repository.h: nr_repo_load). control_mu held. */
+static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p)
+{
+    bool override = p != NULL && (p->config != NULL || p->n_files > 0);
+    char *dup = NULL, *tmpdir = NULL, *dir = NULL;
+    nr_status_t *st = NULL;
+    if (p != NULL && p->n_files > 0) {
+        if (p->config == NULL)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "failed to load '%s', the model configuration must be given "
+                                 "('config' parameter) with its files",
+                                 name);
+        st = write_files(p, &tmpdir);
+        if (st) {
+            if (tmpdir)
+                remove_tree(tmpdir);
+            free(tmpdir);
+            return st;
+        }
+        dir = nr_strdup(tmpdir);
+    } else {
+        dir = find_dir(repo, name, &dup);
+    }
+    if (dir == NULL) {
+        NR_LOG_ERROR("failed to poll model '%s': %s", name,
+                     dup ? "not unique across all model repositories"
+                         : "model not found in any model repository.");
+        free(dup);
+        return nr_status_new(NR_INTERNAL,
+                             "failed to load '%s', failed to poll from model repository", name);
+    }
+    int64_t stamp = override ? 0 : stamp_of(dir, 0);
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, strlen(name), NULL);
+    bool serving = false;
+    for (size_t i = 0; e && i < e->n; i++)
+        serving |= e->v[i].model != NULL;
+    bool unchanged = serving && !override && e->stamp == stamp && e->tmpdir == NULL &&
+                     !strcmp(e->dir, dir);
+    pthread_rwlock_unlock(&repo->lock);
+    if (unchanged) {
+        free(dir);
+        return NULL;
+    }
     int64_t *v;
-    size_t nv = list_versions(e->dir, e->name, &v);
+    size_t nv = list_versions(dir, &v);
+    gen_t *g = nr_calloc(1, sizeof(*g));
+    atomic_init(&g->refs, 1);
     const nr_backend_t *backend = NULL;
-    nr_status_t *st = prepare_config(e, opts, v, nv, &backend);
-    if (st == NULL) {
-        nv = apply_policy(e->cfg, v, nv);
-        if (nv == 0)
-            st = nr_status_new(NR_INVALID_ARG,
-                               "at least one version must be available under the version policy "
-                               "of model '%s'",
-                               e->name);
-    }
+    st = prepare_config(repo, name, dir, p, v, nv, &g->cfg, &backend);
     if (st) {
-        e->reason = status_reason(st);
-        NR_LOG_ERROR("failed to load '%s': %s", e->name, e->reason);
         free(v);
-        return;
+        free(dir);
+        gen_release(g);
+        if (tmpdir)
+            remove_tree(tmpdir);
+        free(tmpdir);
+        return config_failed(repo, name, st);
     }
-    e->versions = nr_calloc(nv, sizeof(nr_model_t *));
+    g->json = nr_cfg_to_json(g->cfg, NULL);
+    nv = apply_policy(g->cfg, v, nv);
+    if (nv == 0) {
+        free(v);
+        free(dir);
+        gen_release(g);
+        if (tmpdir)
+            remove_tree(tmpdir);
+        free(tmpdir);
+        st = nr_status_new(NR_INVALID_ARG,
+                           "at least one version must be available under the version policy of "
+                           "model '%s'",
+                           name);
+        nr_status_t *w = config_failed(repo, name, nr_status_new(st->code, "%s", st->msg));
+        nr_status_free(w);
+        w = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", name, st->msg);
+        nr_status_free(st);
+        return w;
+    }
+    /* the records: a serving version with the same config and files stays as
+     * it is; the others load beside it (or in its place when it does not serve) */
+    pending_t *pv = nr_calloc(nv, sizeof(*pv));
+    pthread_rwlock_wrlock(&repo->lock);
+    e = entry_for(repo, name);
+    bool same_cfg = e->cfg_json != NULL && !strcmp(e->cfg_json, g->json) && !override &&
+                    e->tmpdir == NULL && e->dir != NULL && !strcmp(e->dir, dir);
     for (size_t i = 0; i < nv; i++) {
-        nr_model_t *m = nr_calloc(1, sizeof(*m));
-        m->cfg = e->cfg;
-        m->version = v[i];
-        m->backend = backend;
-        m->allow_inline = opts->inline_execution;
-        m->state = NR_MODEL_LOADING;
-        e->versions[e->n_versions++] = m;
-        NR_LOG_INFO("loading: %s:%" PRId64, e->name, v[i]);
-        char *mp = nr_asprintf("%s/%" PRId64 "/%s", e->dir, v[i], e->cfg->default_model_filename);
-        st = nr_model_load(m, e->dir, mp, opts->cpu_count);
+        char *vdir = nr_asprintf("%s/%" PRId64, dir, v[i]);
+        pv[i].stamp = stamp_of(vdir, 0);
+        free(vdir);
+        pv[i].r = ver_for(e, v[i]);
+        pv[i].reused = same_cfg && pv[i].r->model != NULL && pv[i].r->stamp == pv[i].stamp;
+        if (pv[i].reused)
+            continue;
+        pv[i].m = new_model(repo, g, backend, v[i]);
+        if (pv[i].r->model == NULL)
+            set_state(pv[i].r, NR_MODEL_LOADING, NULL);
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    /* load, without the lock: the serving versions keep serving */
+    bool failed = false;
+    for (size_t i = 0; i < nv; i++) {
+        if (pv[i].reused)
+            continue;
+        nr_model_t *m = pv[i].m;
+        NR_LOG_INFO("loading: %s:%" PRId64, name, v[i]);
+        char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[i], g->cfg->default_model_filename);
+        st = nr_model_load(m, dir, mp, repo->opts.cpu_count);
         free(mp);
         if (st) {
             m->reason = status_reason(st);
             m->state = NR_MODEL_UNAVAILABLE;
-            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", e->name, v[i], m->reason);
+            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", name, v[i], m->reason);
+            failed = true;
         } else {
             m->state = NR_MODEL_READY;
-            NR_LOG_INFO("successfully loaded '%s' version %" PRId64, e->name, v[i]);
+            if (repo->obs_cap)
+                nr_stats_enable_obs(&m->stats, repo->obs_cap);
         }
     }
-    free(v);
-}
-
-static nr_status_t *scan_path(const char *root, nr_repo_t *repo)
-{
-    DIR *d = opendir(root);
-    if (!d)
-        return nr_status_new(NR_INTERNAL, "failed to stat file %s", root);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char *dir = nr_asprintf("%s/%s", root, de->d_name);
-        if (!is_dir(dir)) {
-            free(dir);
-            continue;
-        }
-        for (size_t i = 0; i < repo->n; i++)
-            if (!strcmp(repo->entries[i].name, de->d_name)) {
-                closedir(d);
-                char *other = nr_strdup(repo->entries[i].dir);
-                nr_status_t *st = nr_status_new(
-                    NR_INVALID_ARG, "model '%s' exists in multiple model repositories: %s and %s",
-                    de->d_name, other, dir);
-                free(other);
-                free(dir);
-                return st;
+    /* publish: all or nothing */
+    nr_model_t **retired = nr_calloc(nv + e->n + 1, sizeof(*retired));
+    size_t n_retired = 0;
+    char *error = NULL;
+    pthread_rwlock_wrlock(&repo->lock);
+    e = entry_for(repo, name);
+    if (failed) {
+        for (size_t i = 0; i < nv; i++) {
+            nr_model_t *m = pv[i].m;
+            if (m == NULL)
+                continue;
+            ver_t *r = find_ver(e, v[i]);
+            if (m->state != NR_MODEL_READY) {
+                char *part = nr_asprintf("%sversion %" PRId64 " is at UNAVAILABLE state: %s;",
+                                         error ? error : "", v[i], m->reason);
+                free(error);
+                error = part;
             }
-        repo->entries = nr_realloc(repo->entries, (repo->n + 1) * sizeof(nr_repo_entry_t));
-        nr_repo_entry_t *e = &repo->entries[repo->n++];
-        memset(e, 0, sizeof(*e));
-        e->name = nr_strdup(de->d_name);
+            if (r->model == NULL) /* nothing serves it: the failure shows */
+                set_state(r, NR_MODEL_UNAVAILABLE,
+                          m->state == NR_MODEL_READY ? "unloaded" : m->reason);
+        }
+    } else {
+        for (size_t k = 0; k < e->n; k++) { /* versions the new set drops */
+            bool kept = false;
+            for (size_t i = 0; i < nv && !kept; i++)
+                kept = e->v[k].version == v[i];
+            if (!kept && e->v[k].model != NULL)
+                retired[n_retired++] = retire(&e->v[k]);
+        }
+        for (size_t i = 0; i < nv; i++) {
+            if (pv[i].reused)
+                continue;
+            ver_t *r = find_ver(e, v[i]);
+            if (r->model != NULL)
+                retired[n_retired++] = r->model;
+            r->model = pv[i].m;
+            r->stamp = pv[i].stamp;
+            set_state(r, NR_MODEL_READY, NULL);
+            pv[i].m = NULL; /* published */
+        }
+        free(e->reason);
+        e->reason = NULL;
+        e->stamp = stamp;
+        free(e->cfg_json);
+        e->cfg_json = nr_strdup(g->json);
+        char *old_tmp = e->tmpdir;
+        free(e->dir);
         e->dir = dir;
+        dir = NULL;
+        e->tmpdir = tmpdir;
+        tmpdir = old_tmp; /* the previous one goes once its versions are unloaded */
     }
-    closedir(d);
+    pthread_rwlock_unlock(&repo->lock);
+    if (!failed) {
+        pthread_mutex_lock(&repo->reap_mu);
+        for (size_t i = 0; i < nv; i++)
+            repo->outstanding += !pv[i].reused;
+        pthread_mutex_unlock(&repo->reap_mu);
+    }
+    for (size_t i = 0; i < nv; i++) /* what was not published */
+        if (pv[i].m != NULL)
+            free_model(pv[i].m);
+    for (size_t i = 0; i < n_retired; i++)
+        nr_model_release(retired[i]);
+    free(retired);
+    free(pv);
+    free(v);
+    free(dir);
+    /* the old versions read their files while loading only (the backend
+     * holds what it needs), so the old temporary directory can go */
+    if (tmpdir)
+        remove_tree(tmpdir);
+    free(tmpdir);
+    gen_release(g);
+    if (failed) {
+        NR_LOG_INFO("failed to load '%s'", name);
+        st = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", name,
+                           error ? error : "");
+        free(error);
+        return st;
+    }
+    NR_LOG_INFO("successfully loaded '%s'", name);
     return NULL;
 }
+
+/* Unloads every serving version of `name`. control_mu held. */
+static void unload_model(nr_repo_t *repo, const char *name, size_t len)
+{
+    pthread_rwlock_wrlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, len, NULL);
+    size_t n = e ? e->n : 0;
+    nr_model_t **retired = nr_calloc(n + 1, sizeof(*retired));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e->v[i].model != NULL)
+            retired[k++] = retire(&e->v[i]);
+    if (e != NULL) {
+        e->stamp = 0; /* a later load loads it again */
+        free(e->cfg_json);
+        e->cfg_json = NULL;
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    for (size_t i = 0; i < k; i++)
+        nr_model_release(retired[i]);
+    free(retired);
+}
+
+/* ---- polling ------------------------------------------------------------------------ */
+
+static void poll_once(nr_repo_t *repo)
+{
+    char **names;
+    size_t n = list_models(repo, &names);
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && !strcmp(names[i], names[i + 1])) { /* in two repositories */
+            NR_LOG_ERROR("failed to poll model '%s': not unique across all model repositories",
+                         names[i]);
+            unload_model(repo, names[i], strlen(names[i]));
+            while (i + 1 < n && !strcmp(names[i], names[i + 1]))
+                i++;
+            continue;
+        }
+        nr_status_free(load_model(repo, names[i], NULL));
+    }
+    /* models whose directory went: unloaded */
+    pthread_rwlock_rdlock(&repo->lock);
+    size_t ne = repo->n;
+    char **gone = nr_calloc(ne + 1, sizeof(char *));
+    size_t ng = 0;
+    for (size_t k = 0; k < ne; k++) {
+        const char *en = repo->e[k]->name;
+        bool found = bsearch(&en, names, n, sizeof(char *), cmp_str) != NULL;
+        if (!found && repo->e[k]->tmpdir == NULL)
+            gone[ng++] = nr_strdup(en);
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    for (size_t k = 0; k < ng; k++)
+        unload_model(repo, gone[k], strlen(gone[k]));
+    free_names(gone, ng);
+    free_names(names, n);
+}
+
+static void *poller_main(void *arg)
+{
+    nr_repo_t *repo = arg;
+    pthread_mutex_lock(&repo->poll_mu);
+    while (repo->polling) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += repo->opts.poll_secs;
+        while (repo->polling &&
+               pthread_cond_timedwait(&repo->poll_cv, &repo->poll_mu, &until) != ETIMEDOUT)
+            ;
+        if (!repo->polling)
+            break;
+        pthread_mutex_unlock(&repo->poll_mu);
+        nr_repo_poll(repo);
+        pthread_mutex_lock(&repo->poll_mu);
+    }
+    pthread_mutex_unlock(&repo->poll_mu);
+    return NULL;
+}
+
+/* ---- the repository ----------------------------------------------------------------- */
 
 nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
 {
     nr_repo_t *repo = nr_calloc(1, sizeof(*repo));
-    for (size_t p = 0; p < opts->n_paths; p++) {
-        nr_status_t *st = scan_path(opts->paths[p], repo);
-        if (st) {
+    repo->opts = *opts;
+    repo->paths = nr_calloc(opts->n_paths + 1, sizeof(char *));
+    for (size_t p = 0; p < opts->n_paths; p++)
+        repo->paths[p] = nr_strdup(opts->paths[p]);
+    repo->opts.paths = (const char *const *)repo->paths;
+    repo->opts.startup_models = NULL;
+    repo->opts.n_startup_models = 0;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* a reload's publish must not wait behind a stream of lookups */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&repo->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&repo->control_mu, NULL);
+    pthread_mutex_init(&repo->reap_mu, NULL);
+    pthread_cond_init(&repo->reap_cv, NULL);
+    pthread_mutex_init(&repo->poll_mu, NULL);
+    pthread_cond_init(&repo->poll_cv, NULL);
+    if (pthread_create(&repo->reaper, NULL, reaper_main, repo) != 0) {
+        for (size_t p = 0; p < opts->n_paths; p++)
+            free(repo->paths[p]);
+        free(repo->paths);
+        free(repo);
+        return nr_status_new(NR_INTERNAL, "unable to start the model unloading thread");
+    }
+    for (size_t p = 0; p < opts->n_paths; p++)
+        if (!is_dir(opts->paths[p])) {
+            nr_status_t *st = nr_status_new(NR_INTERNAL, "failed to stat file %s", opts->paths[p]);
             nr_repo_destroy(repo);
             return st;
         }
+    char **names;
+    size_t n = list_models(repo, &names);
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!strcmp(names[i], names[i + 1])) {
+            char *dup;
+            free(find_dir(repo, names[i], &dup));
+            nr_status_t *st = nr_status_new(NR_INVALID_ARG, "%s", dup);
+            free(dup);
+            free_names(names, n);
+            nr_repo_destroy(repo);
+            return st;
+        }
+    bool all = opts->mode != NR_CONTROL_EXPLICIT ||
+               (opts->n_startup_models == 1 && !strcmp(opts->startup_models[0], "*"));
+    pthread_mutex_lock(&repo->control_mu);
+    if (all) {
+        for (size_t i = 0; i < n; i++)
+            nr_status_free(load_model(repo, names[i], NULL));
+    } else {
+        for (size_t i = 0; i < opts->n_startup_models; i++)
+            nr_status_free(load_model(repo, opts->startup_models[i], NULL));
     }
-    if (repo->n)
-        qsort(repo->entries, repo->n, sizeof(nr_repo_entry_t), cmp_entry);
-    for (size_t i = 0; i < repo->n; i++)
-        load_entry(&repo->entries[i], opts);
+    pthread_mutex_unlock(&repo->control_mu);
+    free_names(names, n);
+    if (opts->mode == NR_CONTROL_POLL && opts->poll_secs > 0) {
+        repo->polling = true;
+        if (pthread_create(&repo->poller, NULL, poller_main, repo) != 0)
+            repo->polling = false;
+    }
     *out = repo;
     return NULL;
 }
@@ -303,116 +1012,184 @@ void nr_repo_destroy(nr_repo_t *repo)
 {
     if (!repo)
         return;
+    if (repo->polling) {
+        pthread_mutex_lock(&repo->poll_mu);
+        repo->polling = false;
+        pthread_cond_signal(&repo->poll_cv);
+        pthread_mutex_unlock(&repo->poll_mu);
+        pthread_join(repo->poller, NULL);
+    }
+    pthread_mutex_lock(&repo->control_mu);
+    for (size_t i = 0; i < repo->n; i++)
+        unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name));
+    pthread_mutex_unlock(&repo->control_mu);
+    pthread_mutex_lock(&repo->reap_mu);
+    repo->stopping = true;
+    pthread_cond_broadcast(&repo->reap_cv);
+    pthread_mutex_unlock(&repo->reap_mu);
+    pthread_join(repo->reaper, NULL); /* returns once every model is unloaded */
     for (size_t i = 0; i < repo->n; i++) {
-        nr_repo_entry_t *e = &repo->entries[i];
-        for (size_t k = 0; k < e->n_versions; k++) {
-            nr_model_t *m = e->versions[k];
-            if (m->state == NR_MODEL_READY) {
-                nr_model_unload(m);
-                NR_LOG_INFO("successfully unloaded '%s' version %s", e->name, m->version_str);
-            } else {
-                nr_stats_destroy(&m->stats);
-                nr_model_index_free(m);
-            }
-            free(m->reason);
-            free(m);
-        }
-        free(e->versions);
-        nr_cfg_free(e->cfg);
+        entry_t *e = repo->e[i];
+        for (size_t k = 0; k < e->n; k++)
+            free(e->v[k].reason);
+        free(e->v);
+        if (e->tmpdir)
+            remove_tree(e->tmpdir);
+        free(e->tmpdir);
         free(e->reason);
         free(e->name);
         free(e->dir);
+        free(e->cfg_json);
+        free(e);
     }
-    free(repo->entries);
+    free(repo->e);
+    free(repo->reap);
+    for (size_t p = 0; p < repo->opts.n_paths; p++)
+        free(repo->paths[p]);
+    free(repo->paths);
+    pthread_rwlock_destroy(&repo->lock);
+    pthread_mutex_destroy(&repo->control_mu);
+    pthread_mutex_destroy(&repo->reap_mu);
+    pthread_cond_destroy(&repo->reap_cv);
+    pthread_mutex_destroy(&repo->poll_mu);
+    pthread_cond_destroy(&repo->poll_cv);
     free(repo);
 }
 
-size_t nr_repo_count(const nr_repo_t *repo)
+nr_control_mode_t nr_repo_mode(const nr_repo_t *repo)
 {
-    return repo->n;
+    return repo->opts.mode;
 }
 
-const nr_repo_entry_t *nr_repo_entry_at(const nr_repo_t *repo, size_t i)
-{
-    return i < repo->n ? &repo->entries[i] : NULL;
-}
-
-const nr_repo_entry_t *nr_repo_entry(const nr_repo_t *repo, const char *name, size_t len)
-{
-    size_t lo = 0, hi = repo->n;
-    while (lo < hi) { /* entries are sorted by name */
-        size_t mid = (lo + hi) / 2;
-        const char *s = repo->entries[mid].name;
-        size_t sl = strlen(s);
-        int c = memcmp(s, name, sl < len ? sl : len);
-        if (c == 0)
-            c = sl < len ? -1 : sl > len;
-        if (c == 0)
-            return &repo->entries[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-bool nr_repo_all_ready(const nr_repo_t *repo)
-{
-    for (size_t i = 0; i < repo->n; i++) {
-        const nr_repo_entry_t *e = &repo->entries[i];
-        if (e->reason)
-            return false;
-        for (size_t k = 0; k < e->n_versions; k++)
-            if (e->versions[k]->state != NR_MODEL_READY)
-                return false;
-    }
-    return true;
-}
-
-nr_status_t *nr_repo_get(const nr_repo_t *repo, const char *name, size_t len, int64_t version,
+nr_status_t *nr_repo_get(nr_repo_t *repo, const char *name, size_t len, int64_t version,
                          nr_model_t **out)
 {
-    const nr_repo_entry_t *e = nr_repo_entry(repo, name, len);
-    if (!e)
-        return nr_status_new(NR_NOT_FOUND, "Request for unknown model: '%.*s' is not found",
-                             (int)len, name);
-    if (version < 0) {
-        for (size_t k = e->n_versions; k-- > 0;)
-            if (e->versions[k]->state == NR_MODEL_READY) {
-                *out = e->versions[k];
-                return NULL;
-            }
-        return nr_status_new(NR_NOT_FOUND,
-                             "Request for unknown model: '%s' has no available versions", e->name);
+    nr_status_t *st = NULL;
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, len, NULL);
+    if (!e || e->n == 0) {
+        st = nr_status_new(NR_NOT_FOUND, "Request for unknown model: '%.*s' is not found",
+                           (int)len, name);
+    } else if (version < 0) {
+        nr_model_t *m = NULL;
+        for (size_t k = e->n; k-- > 0 && m == NULL;)
+            m = e->v[k].model;
+        if (m != NULL) {
+            nr_model_ref(m);
+            *out = m;
+        } else {
+            st = nr_status_new(NR_NOT_FOUND,
+                               "Request for unknown model: '%s' has no available versions",
+                               e->name);
+        }
+    } else {
+        ver_t *r = find_ver(e, version);
+        if (r == NULL)
+            st = nr_status_new(NR_NOT_FOUND,
+                               "Request for unknown model: '%s' version %" PRId64 " is not found",
+                               e->name, version);
+        else if (r->model == NULL)
+            st = nr_status_new(NR_UNAVAILABLE,
+                               "Request for unknown model: '%s' version %" PRId64
+                               " is not at ready state",
+                               e->name, version);
+        else {
+            nr_model_ref(r->model);
+            *out = r->model;
+        }
     }
-    for (size_t k = 0; k < e->n_versions; k++) {
-        if (e->versions[k]->version != version)
-            continue;
-        if (e->versions[k]->state != NR_MODEL_READY)
-            return nr_status_new(NR_UNAVAILABLE,
-                                 "Request for unknown model: '%s' version %" PRId64
-                                 " is not at ready state",
-                                 e->name, version);
-        *out = e->versions[k];
-        return NULL;
-    }
-    return nr_status_new(NR_NOT_FOUND, "Request for unknown model: '%s' version %" PRId64
-                                       " is not found",
-                         e->name, version);
+    pthread_rwlock_unlock(&repo->lock);
+    return st;
 }
 
-void nr_repo_log_table(const nr_repo_t *repo)
+/* Calls fn for each record of e (or its one version-less record). */
+static void visit_entry(const entry_t *e, bool ready_only, nr_repo_visit_fn fn, void *arg)
 {
+    if (e->n == 0) {
+        if (!ready_only) {
+            nr_repo_version_t rv = {e->name, -1, NULL,
+                                    e->reason ? NR_MODEL_UNAVAILABLE : NR_MODEL_UNKNOWN,
+                                    e->reason, NULL};
+            fn(&rv, arg);
+        }
+        return;
+    }
+    for (size_t k = 0; k < e->n; k++) {
+        const ver_t *r = &e->v[k];
+        if (ready_only && r->state != NR_MODEL_READY)
+            continue;
+        nr_repo_version_t rv = {e->name, r->version, r->version_str, r->state, r->reason,
+                                r->model};
+        fn(&rv, arg);
+    }
+}
+
+size_t nr_repo_visit(nr_repo_t *repo, const char *name, size_t len, nr_repo_visit_fn fn,
+                     void *arg)
+{
+    size_t n = 0;
+    pthread_rwlock_rdlock(&repo->lock);
+    if (name == NULL) {
+        for (size_t i = 0; i < repo->n; i++)
+            visit_entry(repo->e[i], false, fn, arg);
+        n = repo->n;
+    } else {
+        entry_t *e = find_entry(repo, name, len, NULL);
+        if (e != NULL)
+            visit_entry(e, false, fn, arg);
+        n = e != NULL;
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    return n;
+}
+
+void nr_repo_index(nr_repo_t *repo, bool ready_only, nr_repo_visit_fn fn, void *arg)
+{
+    char **names;
+    size_t n = list_models(repo, &names);
+    pthread_rwlock_rdlock(&repo->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && !strcmp(names[i], names[i - 1]))
+            continue;
+        entry_t *e = find_entry(repo, names[i], strlen(names[i]), NULL);
+        if (e != NULL) {
+            visit_entry(e, ready_only, fn, arg);
+        } else if (!ready_only) {
+            nr_repo_version_t rv = {names[i], -1, NULL, NR_MODEL_UNKNOWN, NULL, NULL};
+            fn(&rv, arg);
+        }
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    free_names(names, n);
+}
+
+bool nr_repo_all_ready(nr_repo_t *repo)
+{
+    bool ready = true;
+    pthread_rwlock_rdlock(&repo->lock);
+    for (size_t i = 0; i < repo->n && ready; i++) {
+        const entry_t *e = repo->e[i];
+        ready = e->reason == NULL;
+        for (size_t k = 0; k < e->n && ready; k++) /* unloaded on purpose is fine */
+            ready = e->v[k].state == NR_MODEL_READY || e->v[k].state == NR_MODEL_UNLOADING ||
+                    (e->v[k].reason && !strcmp(e->v[k].reason, "unloaded"));
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    return ready;
+}
+
+void nr_repo_log_table(nr_repo_t *repo)
+{
+    pthread_rwlock_rdlock(&repo->lock);
     size_t rows = 0;
     for (size_t i = 0; i < repo->n; i++)
-        rows += repo->entries[i].n_versions ? repo->entries[i].n_versions : 1;
+        rows += repo->e[i]->n ? repo->e[i]->n : 1;
     const char **cells = nr_calloc(rows * 3 + 1, sizeof(char *));
     char **owned = nr_calloc(rows * 2 + 1, sizeof(char *));
     size_t r = 0, o = 0;
     for (size_t i = 0; i < repo->n; i++) {
-        const nr_repo_entry_t *e = &repo->entries[i];
-        if (e->n_versions == 0) {
+        const entry_t *e = repo->e[i];
+        if (e->n == 0) {
             cells[r * 3] = e->name;
             cells[r * 3 + 1] = "-";
             cells[r * 3 + 2] = owned[o++] = nr_asprintf(
@@ -420,29 +1197,82 @@ void nr_repo_log_table(const nr_repo_t *repo)
             r++;
             continue;
         }
-        for (size_t k = 0; k < e->n_versions; k++, r++) {
-            const nr_model_t *m = e->versions[k];
+        for (size_t k = 0; k < e->n; k++, r++) {
+            const ver_t *v = &e->v[k];
             cells[r * 3] = e->name;
-            cells[r * 3 + 1] = m->version_str;
-            cells[r * 3 + 2] = m->state == NR_MODEL_READY
+            cells[r * 3 + 1] = v->version_str;
+            cells[r * 3 + 2] = v->state == NR_MODEL_READY
                                    ? "READY"
-                                   : (owned[o++] = nr_asprintf("UNAVAILABLE: %s", m->reason));
+                                   : (owned[o++] = nr_asprintf("UNAVAILABLE: %s",
+                                                               v->reason ? v->reason : ""));
         }
     }
     static const char *const header[] = {"Model", "Version", "Status"};
-    NR_LOG_TABLE(3, header, (int)rows, cells);
+    if (rows > 0)
+        NR_LOG_TABLE(3, header, (int)rows, cells);
+    pthread_rwlock_unlock(&repo->lock);
     for (size_t i = 0; i < o; i++)
         free(owned[i]);
     free(owned);
     free(cells);
 }
 
-uint64_t nr_repo_inflight(const nr_repo_t *repo)
+uint64_t nr_repo_inflight(nr_repo_t *repo)
 {
     uint64_t n = 0;
+    pthread_rwlock_rdlock(&repo->lock);
     for (size_t i = 0; i < repo->n; i++)
-        for (size_t k = 0; k < repo->entries[i].n_versions; k++)
-            if (repo->entries[i].versions[k]->state == NR_MODEL_READY)
-                n += nr_model_inflight(repo->entries[i].versions[k]);
+        for (size_t k = 0; k < repo->e[i]->n; k++)
+            if (repo->e[i]->v[k].model != NULL)
+                n += nr_model_inflight(repo->e[i]->v[k].model);
+    pthread_rwlock_unlock(&repo->lock);
     return n;
+}
+
+void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
+{
+    pthread_mutex_lock(&repo->control_mu); /* no load publishes meanwhile */
+    repo->obs_cap = cap;
+    pthread_rwlock_rdlock(&repo->lock);
+    for (size_t i = 0; i < repo->n; i++)
+        for (size_t k = 0; k < repo->e[i]->n; k++)
+            if (repo->e[i]->v[k].model != NULL)
+                nr_stats_enable_obs(&repo->e[i]->v[k].model->stats, cap);
+    pthread_rwlock_unlock(&repo->lock);
+    pthread_mutex_unlock(&repo->control_mu);
+}
+
+/* ---- model control ------------------------------------------------------------------ */
+
+nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
+                          const nr_repo_load_params_t *p)
+{
+    char *n = nr_strndup(name, len);
+    nr_status_t *st;
+    if (n[0] == '\0' || strchr(n, '/') != NULL || !strcmp(n, ".") || !strcmp(n, "..")) {
+        NR_LOG_ERROR("failed to poll model '%s': model not found in any model repository.", n);
+        st = nr_status_new(NR_INTERNAL, "failed to load '%s', failed to poll from model repository",
+                           n);
+    } else {
+        pthread_mutex_lock(&repo->control_mu);
+        st = load_model(repo, n, p);
+        pthread_mutex_unlock(&repo->control_mu);
+    }
+    free(n);
+    return st;
+}
+
+nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len)
+{
+    pthread_mutex_lock(&repo->control_mu);
+    unload_model(repo, name, len);
+    pthread_mutex_unlock(&repo->control_mu);
+    return NULL;
+}
+
+void nr_repo_poll(nr_repo_t *repo)
+{
+    pthread_mutex_lock(&repo->control_mu);
+    poll_once(repo);
+    pthread_mutex_unlock(&repo->control_mu);
 }

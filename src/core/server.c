@@ -13,7 +13,6 @@ struct nr_server_s {
     bool strict_readiness;
     nr_repo_t *repo;
     nr_shm_t *shm;
-    nr_label_set_t labels;
     _Atomic bool quiesced;
 };
 
@@ -50,7 +49,6 @@ nr_server_t *nr_server_new(const nr_server_options_t *o, nr_repo_t *repo)
     s->repo = repo;
     s->shm = nr_shm_new();
     atomic_init(&s->quiesced, false);
-    nr_labels_load(&s->labels, repo);
     return s;
 }
 
@@ -58,7 +56,6 @@ void nr_server_free(nr_server_t *s)
 {
     if (s == NULL)
         return;
-    nr_labels_free(&s->labels);
     nr_shm_free(s->shm);
     nr_repo_destroy(s->repo);
     free(s->id);
@@ -116,8 +113,7 @@ void nr_server_drain(nr_server_t *s, int timeout_secs)
     }
 }
 
-const nr_labels_t *nr_server_labels(const nr_server_t *s, const nr_model_config_t *cfg,
-                                    uint32_t output)
+void nr_server_enable_obs(nr_server_t *s, size_t cap)
 {
-    return s != NULL ? nr_labels_find(&s->labels, cfg, output) : NULL;
+    nr_repo_enable_obs(s->repo, cap);
 }

@@ -1,18 +1,16 @@
 /* server.h - the server core every frontend talks to (nr_server_t): the
  * model repository, the shared-memory registry, readiness and quiesce
- * (draining at shutdown), the server's identity and extensions, and the
- * classification labels of the models. Frontends (HTTP, gRPC, metrics) get
+ * (draining at shutdown), and the server's identity and extensions. Frontends (HTTP, gRPC, metrics) get
  * an nr_server_t * and nothing else; protocol-neutral request semantics live
  * in kserve.h and infer.h.
  *
  * Threads: created and freed on the main thread; everything else may be
- * called from any thread (readiness is an atomic, the registry locks itself,
- * the rest is immutable after nr_server_new).
+ * called from any thread (readiness is an atomic, the registry and the
+ * repository lock themselves, the rest is immutable after nr_server_new).
  */
 #ifndef NR_SERVER_H
 #define NR_SERVER_H
 
-#include "classify.h"
 #include "repository.h"
 #include "shm.h"
 
@@ -49,8 +47,8 @@ void nr_server_quiesce(nr_server_t *s);
  * logging Triton's "Timeout N: Found M in-flight inference requests". */
 void nr_server_drain(nr_server_t *s, int timeout_secs);
 
-/* The classification labels of a model's output, or NULL (s may be NULL). */
-const nr_labels_t *nr_server_labels(const nr_server_t *s, const nr_model_config_t *cfg,
-                                    uint32_t output);
+/* Every serving model version, and each loaded later, records its requests
+ * for latency summaries (a ring of cap observations). */
+void nr_server_enable_obs(nr_server_t *s, size_t cap);
 
 #endif

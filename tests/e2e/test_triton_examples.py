@@ -7,6 +7,11 @@ TRITON_CLIENT_EXAMPLES at a directory holding them; without it this module is sk
     TRITON_CLIENT_EXAMPLES=/path/to/client/src/python/examples \\
         .venv/bin/python -m pytest -q tests/e2e/test_triton_examples.py
 
+The model control examples (simple_http_model_control.py, simple_grpc_model_control.py,
+simple_grpc_aio_model_control.py) run against their own server in --model-control-mode=explicit
+over a repository of as many models as the example counts in the index (its versions differ:
+seven or eight), simple among them.
+
 Each example runs as its own process (this interpreter, `-u <gRPC address>` plus the arguments
 below), against one server holding examples/model_repository (simple, identity_fp32,
 inception_onnx, densenet_onnx; `make models`) and models.REPOS["repo_examples"] (simple_string,
@@ -19,10 +24,6 @@ and is skipped without it; it classifies images this test writes.
 Expected to fail, so not run here:
   simple_grpc_cudashm_client.py, simple_grpc_aio_cudashm_client.py
       CUDA shared memory: needs a GPU and cuda-python on the client; nereid has no CUDA.
-  simple_grpc_model_control.py, simple_grpc_aio_model_control.py
-      load/unload need --model-control-mode=explicit, not implemented; nereid answers as
-      Triton does in mode NONE ("explicit model load / unload is not allowed if polling is
-      enabled").
   simple_grpc_sequence_stream_infer_client.py, simple_grpc_sequence_sync_infer_client.py,
   simple_grpc_aio_sequence_stream_infer_client.py, simple_grpc_aio_sequence_sync_infer_client.py
       simple_sequence / simple_dyna_sequence are Triton's custom sequence backends, served with
@@ -34,6 +35,7 @@ Expected to fail, so not run here:
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,7 +97,6 @@ EXPECTED_TO_PASS = [
 
 EXPECTED_TO_FAIL = [
     "simple_grpc_cudashm_client.py", "simple_grpc_aio_cudashm_client.py",
-    "simple_grpc_model_control.py", "simple_grpc_aio_model_control.py",
     "simple_grpc_sequence_stream_infer_client.py", "simple_grpc_sequence_sync_infer_client.py",
     "simple_grpc_aio_sequence_stream_infer_client.py",
     "simple_grpc_aio_sequence_sync_infer_client.py",
@@ -163,3 +164,35 @@ def test_example(examples_server, request, tmp_path, example, args, prints_pass)
         # it prints no PASS; three inferences (shm, no shm, shm) each end with this line
         assert out.count("======== END ========") == 3, report
     assert examples_server.alive(), examples_server.describe()
+
+
+MODEL_CONTROL = ["simple_http_model_control.py", "simple_grpc_model_control.py",
+                 "simple_grpc_aio_model_control.py"]
+
+
+@pytest.mark.parametrize("example", MODEL_CONTROL)
+def test_model_control_example(repos, tmp_path, example):
+    path = Path(EXAMPLES_DIR) / example
+    if not path.is_file():
+        pytest.skip(f"{example} is not in TRITON_CLIENT_EXAMPLES={EXAMPLES_DIR}")
+    want = re.search(r"!= (\d+)", path.read_text())
+    n = int(want.group(1)) if want else 7
+    sources = {p.name: p for p in sorted(repos["repo_examples"].iterdir())}
+    sources.update({p.name: p for p in sorted(EXAMPLE_REPO.iterdir()) if p.is_dir()})
+    names = ["simple"] + sorted(k for k in sources if k != "simple")
+    if len(names) < n:
+        pytest.skip(f"{example} expects {n} models in the index; there are {len(names)}")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in names[:n]:
+        (repo / name).symlink_to(sources[name], target_is_directory=True)
+    with running_server([repo], ["--model-control-mode=explicit"], log_dir=tmp_path,
+                        name="model_control") as srv:
+        url = srv.url if "http" in example else srv.grpc_url
+        p = subprocess.run([sys.executable, str(path), "-u", url], capture_output=True,
+                           timeout=RUN_TIMEOUT_S, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        out = p.stdout.decode("utf-8", "replace") + p.stderr.decode("utf-8", "replace")
+        report = f"{out[-4000:]}\n{srv.describe()}"
+        assert p.returncode == 0, f"{example} exited with {p.returncode}\n{report}"
+        assert "PASS: model control" in out, report
+        assert srv.alive(), srv.describe()

@@ -35,6 +35,7 @@ static inline nr_model_t *nr_fake_model(const char *pbtxt, bool normalize)
     strcpy(m->version_str, "1");
     m->cfg = cfg;
     m->state = NR_MODEL_READY;
+    atomic_init(&m->refs, 1u << 30); /* never released to 0: freed by the test */
     nr_model_index(m);
     return m;
 }

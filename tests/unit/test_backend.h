@@ -176,6 +176,7 @@ static inline nr_model_t *tb_load_model_text(const char *text)
         st = nr_model_load(m, "dir", "dir/1/model", 1);
         if (st == NULL) {
             m->state = NR_MODEL_READY;
+            atomic_init(&m->refs, 1u << 30); /* never released to 0: freed by the test */
             return m;
         }
         free(m);

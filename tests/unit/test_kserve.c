@@ -241,7 +241,9 @@ NR_TEST(server_readiness_and_empty_repository)
     nr_model_meta_t meta;
     EXPECT_STATUS(nr_kserve_model_metadata(s, "x", 1, -1, &meta), NR_NOT_FOUND,
                   "Request for unknown model: 'x' is not found");
-    EXPECT_STATUS(nr_kserve_repo_control(s, "x", 1, true), NR_UNAVAILABLE,
+    EXPECT_STATUS(nr_kserve_repo_load(s, "x", 1, NULL), NR_UNAVAILABLE,
+                  "explicit model load / unload is not allowed if polling is enabled");
+    EXPECT_STATUS(nr_kserve_repo_unload(s, "x", 1), NR_UNAVAILABLE,
                   "explicit model load / unload is not allowed if polling is enabled");
     EXPECT_STATUS(nr_kserve_repo_named(), NR_UNSUPPORTED,
                   "'repository_name' specification is not supported");

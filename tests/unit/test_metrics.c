@@ -156,7 +156,7 @@ static const char RECORDED_A2[] =
 static nr_metrics_row_t row(const char *model, uint64_t success, uint64_t inferences,
                             uint64_t execs, const uint64_t us[5])
 {
-    nr_metrics_row_t r = {.model = model, .version = "1", .ready = true, .success = success,
+    nr_metrics_row_t r = {.model = (char *)model, .version = (char *)"1", .ready = true, .success = success,
                           .inferences = inferences, .executions = execs};
     memcpy(r.us, us, sizeof(r.us));
     return r;
@@ -746,6 +746,7 @@ NR_TEST(scrape_of_a_repository)
     wait_done(&d, 1);
     ASSERT_NULL(r->status);
     nr_req_free(r);
+    nr_model_release(m); /* the lookup's reference: the server can unload it at the end */
     ans = http(port, "GET", "/metrics");
     EXPECT_NOT_NULL(strstr(ans, "nv_inference_request_success{model=\"good\",version=\"1\"} 1\n"));
     EXPECT_NOT_NULL(strstr(ans, "nv_inference_count{model=\"good\",version=\"1\"} 2\n"));

@@ -156,11 +156,18 @@ static nr_status_t *model_config(nr_grpc_server_t *s, const ProtobufCMessage *re
     Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
     size_t len = 0;
     char *pb = nr_cfg_to_pb(m->cfg, &len);
+    nr_model_release(m);
     r.config.data = (uint8_t *)pb;
     r.config.len = len;
     nr_grpc_pack(&r.base, out);
     free(pb);
     return NULL;
+}
+
+static char *arena_str(nr_arena_t *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(zalloc(a, n), s, n);
 }
 
 /* ---- statistics ------------------------------------------------------------------ */
@@ -186,8 +193,8 @@ static void add_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
     nr_arena_t *a = &acc->a;
     Inference__ModelStatistics *ms = zalloc(a, sizeof(*ms));
     inference__model_statistics__init(ms);
-    ms->name = (char *)m->name;
-    ms->version = (char *)m->version_str;
+    ms->name = arena_str(&acc->a, m->name); /* the model may go once the walk ends */
+    ms->version = arena_str(&acc->a, m->version_str);
     ms->last_inference = sn->last_inference_ms;
     ms->inference_count = sn->inference_count;
     ms->execution_count = sn->execution_count;
@@ -250,12 +257,14 @@ static void add_index(const nr_index_entry_t *e, void *arg)
     index_acc_t *acc = arg;
     Inference__RepositoryIndexResponse__ModelIndex *mi = zalloc(&acc->a, sizeof(*mi));
     inference__repository_index_response__model_index__init(mi);
-    mi->name = (char *)e->name;
+    /* copies: the strings are the repository's, valid during this call only */
+    mi->name = arena_str(&acc->a, e->name);
     if (e->version != NULL)
-        mi->version = (char *)e->version;
-    mi->state = (char *)e->state;
+        mi->version = arena_str(&acc->a, e->version);
+    if (e->state != NULL)
+        mi->state = (char *)e->state; /* static */
     if (e->reason != NULL)
-        mi->reason = (char *)e->reason;
+        mi->reason = arena_str(&acc->a, e->reason);
     PUSH(acc, mi);
 }
 
@@ -281,26 +290,36 @@ static nr_status_t *repository_load(nr_grpc_server_t *s, const ProtobufCMessage 
     const Inference__RepositoryModelLoadRequest *q = (const void *)req;
     if (q->repository_name[0] != '\0')
         return nr_kserve_repo_named();
-    for (size_t i = 0; i < q->n_parameters; i++) { /* Triton checks them before the mode */
+    nr_repo_load_params_t p = {0};
+    nr_repo_file_t *files = nr_calloc(q->n_parameters + 1, sizeof(*files));
+    nr_status_t *st = NULL;
+    for (size_t i = 0; i < q->n_parameters && st == NULL; i++) { /* before the mode, as Triton */
         const char *k = q->parameters[i]->key;
-        const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
-        int c = p ? (int)p->parameter_choice_case : 0;
+        const Inference__ModelRepositoryParameter *v = q->parameters[i]->value;
+        int c = v ? (int)v->parameter_choice_case : 0;
         if (!strcmp(k, "config")) {
             if (c != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
-                return nr_status_new(NR_INVALID_ARG, "invalid value type for load parameter "
-                                                     "'config', expected string_param.");
+                st = nr_status_new(NR_INVALID_ARG, "invalid value type for load parameter "
+                                                   "'config', expected string_param.");
+            else
+                p.config = v->string_param, p.config_len = strlen(v->string_param);
         } else if (!strncmp(k, "file:", 5)) {
             if (c != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_BYTES_PARAM)
-                return nr_status_new(NR_INVALID_ARG,
-                                     "invalid value type for load parameter '%s', expected "
-                                     "bytes_param.",
-                                     k);
+                st = nr_status_new(NR_INVALID_ARG,
+                                   "invalid value type for load parameter '%s', expected "
+                                   "bytes_param.",
+                                   k);
+            else
+                files[p.n_files++] = (nr_repo_file_t){k + 5, strlen(k + 5),
+                                                      v->bytes_param.data, v->bytes_param.len};
         } else {
-            return nr_status_new(NR_INVALID_ARG, "unrecognized load parameter '%s'.", k);
+            st = nr_status_new(NR_INVALID_ARG, "unrecognized load parameter '%s'.", k);
         }
     }
-    nr_status_t *st =
-        nr_kserve_repo_control(s->core, q->model_name, strlen(q->model_name), true);
+    p.files = files;
+    if (st == NULL)
+        st = nr_kserve_repo_load(s->core, q->model_name, strlen(q->model_name), &p);
+    free(files);
     if (st == NULL) {
         Inference__RepositoryModelLoadResponse r = INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
         nr_grpc_pack(&r.base, out);
@@ -323,8 +342,7 @@ static nr_status_t *repository_unload(nr_grpc_server_t *s, const ProtobufCMessag
             return nr_status_new(NR_INVALID_ARG, "invalid value type for 'unload_dependents' "
                                                  "parameter, expected bool_param.");
     }
-    nr_status_t *st =
-        nr_kserve_repo_control(s->core, q->model_name, strlen(q->model_name), false);
+    nr_status_t *st = nr_kserve_repo_unload(s->core, q->model_name, strlen(q->model_name));
     if (st == NULL) {
         Inference__RepositoryModelUnloadResponse r =
             INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;

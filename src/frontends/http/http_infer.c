@@ -667,6 +667,7 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     }
     nr_http_enc_t enc = nr_http_request_encoding(q->content_encoding);
     if (enc == NR_ENC_UNKNOWN) {
+        nr_model_release(m);
         nr_http_error_msg(r, 501, "Unsupported compression type");
         r->accept_encoding_hint = true;
         return;
@@ -687,6 +688,7 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         size_t lead = nr_http_body_lead(q->infer_header_len);
         st = nr_http_inflate(q->body, q->body_len, s->opts.max_input_size, lead, &mem, &len);
         if (st != NULL) {
+            nr_model_release(m);
             nr_http_error(r, st);
             return;
         }

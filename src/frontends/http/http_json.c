@@ -10,9 +10,14 @@
  */
 #include "http_int.h"
 
+#include <openssl/evp.h>
+#include <pthread.h>
+
 #include "../../common/alloc.h"
 #include "../../common/limits.h"
 
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +166,7 @@ void nr_http_model_config(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t 
     }
     size_t len = 0;
     char *json = nr_cfg_to_json(m->cfg, &len);
+    nr_model_release(m);
     nr_buf_reset(&r->body);
     nr_buf_append(&r->body, json, len);
     free(json);
@@ -267,8 +273,10 @@ static void put_index_entry(const nr_index_entry_t *e, void *arg)
         nr_buf_puts(b, ",\"version\":");
         put_str(b, e->version);
     }
-    nr_buf_puts(b, ",\"state\":");
-    put_str(b, e->state);
+    if (e->state != NULL) {
+        nr_buf_puts(b, ",\"state\":");
+        put_str(b, e->state);
+    }
     if (e->reason != NULL) {
         nr_buf_puts(b, ",\"reason\":");
         put_str(b, e->reason);
@@ -304,13 +312,151 @@ void nr_http_repo_index(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r
     nr_http_json_ok(r);
 }
 
+/* A load or unload, run on its own thread (a load may take seconds: the
+ * server's thread goes on serving its other connections meanwhile). */
+typedef struct {
+    nr_http_server_t *s;
+    nr_http_async_t *async;
+    char *model;
+    bool load;
+    nr_repo_load_params_t p;
+    char *config;                 /* the "config" parameter, NUL-terminated */
+    nr_repo_file_t *files;        /* "file:<path>" parameters, decoded */
+    nr_status_t *st;
+} control_t;
+
+static void control_free(control_t *c)
+{
+    for (size_t i = 0; i < c->p.n_files; i++) {
+        free((char *)c->files[i].path);
+        free((void *)c->files[i].data);
+    }
+    free(c->files);
+    free(c->config);
+    free(c->model);
+    nr_status_free(c->st);
+    free(c);
+}
+
+static void control_run(control_t *c)
+{
+    size_t len = strlen(c->model);
+    c->st = c->load ? nr_kserve_repo_load(c->s->core, c->model, len, &c->p)
+                    : nr_kserve_repo_unload(c->s->core, c->model, len);
+}
+
+static void *control_thread(void *arg)
+{
+    control_t *c = arg;
+    control_run(c);
+    c->async->wake(c->async);
+    return NULL;
+}
+
+static void control_finish(void *arg, nr_http_resp_t *r)
+{
+    control_t *c = arg;
+    if (c->st != NULL) {
+        nr_http_error(r, c->st);
+        c->st = NULL;
+    } else {
+        nr_http_empty(r, 200);
+    }
+    control_free(c);
+}
+
+/* A JSON type as Triton names a load parameter's (TRITONSERVER_ParameterTypeString). */
+static const char *param_type(const nr_jv_t *v)
+{
+    return v->type == NR_JV_STRING ? "STRING" : nr_jv_is_bool(v) ? "BOOL" : "INT";
+}
+
+/* The body's "parameters": load's config and files (base64), unload's
+ * unload_dependents (accepted: nereid has no ensembles, so nothing depends). */
+static nr_status_t *control_params(control_t *c, const char *body, size_t len)
+{
+    if (len == 0)
+        return NULL;
+    nr_json_doc_t *doc;
+    const nr_jv_t *root;
+    nr_status_t *st = nr_json_parse(body, len, &doc, &root);
+    if (st != NULL)
+        return st;
+    const nr_jv_t *params = root->type == NR_JV_OBJECT ? nr_jv_get(root, "parameters") : NULL;
+    for (size_t i = 0; params && params->type == NR_JV_OBJECT && i < params->n && !st; i++) {
+        const nr_jv_member_t *mb = &params->u.members[i];
+        const nr_jv_t *v = &mb->val;
+        bool is_file = mb->key_len > 5 && !memcmp(mb->key, "file:", 5);
+        if (!c->load) {
+            if (mb->key_len == 17 && !memcmp(mb->key, "unload_dependents", 17) &&
+                !nr_jv_is_bool(v))
+                st = nr_status_new(NR_INVALID_ARG, "%s", NR_TJ_BOOL);
+        } else if (mb->key_len == 6 && !memcmp(mb->key, "config", 6) && v->type == NR_JV_STRING) {
+            free(c->config);
+            c->config = nr_strndup(v->u.str, v->n);
+            c->p.config = c->config;
+            c->p.config_len = v->n;
+        } else if (is_file && v->type == NR_JV_STRING) {
+            /* OpenSSL's decoder (linked for gRPC's TLS): 3 bytes per 4 characters,
+             * padding included, which is taken off after */
+            unsigned char *out = nr_malloc(v->n / 4 * 3 + 3);
+            int n = v->n % 4 == 0 ? EVP_DecodeBlock(out, (const unsigned char *)v->u.str,
+                                                   (int)v->n)
+                                  : -1;
+            if (n < 0) {
+                free(out);
+                st = nr_status_new(NR_INVALID_ARG, "failed to decode base64 for load parameter "
+                                                   "'%.*s'",
+                                   (int)mb->key_len, mb->key);
+                break;
+            }
+            for (size_t k = v->n; k > 0 && v->u.str[k - 1] == '=' && n > 0; k--)
+                n--;
+            c->files = nr_grow(c->files, c->p.n_files, sizeof(*c->files));
+            c->files[c->p.n_files++] = (nr_repo_file_t){
+                nr_strndup(mb->key + 5, mb->key_len - 5), mb->key_len - 5, out, (size_t)n};
+            c->p.files = c->files;
+        } else {
+            st = nr_status_new(NR_INVALID_ARG, "Unrecognized load parameter '%.*s' with type '%s'",
+                               (int)mb->key_len, mb->key, param_type(v));
+        }
+    }
+    nr_json_free(doc);
+    return st;
+}
+
 void nr_http_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
     if (q->has_repo) {
         nr_http_error(r, nr_kserve_repo_named());
         return;
     }
-    nr_http_error(r, nr_kserve_repo_control(s->core, q->model, q->model_len, q->load));
+    control_t *c = nr_calloc(1, sizeof(*c));
+    c->s = s;
+    c->model = nr_strndup(q->model, q->model_len);
+    c->load = q->load;
+    nr_status_t *st = control_params(c, q->body, q->body_len);
+    if (st != NULL) {
+        control_free(c);
+        nr_http_error(r, st);
+        return;
+    }
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    c->async = q->async;
+    if (c->async != NULL) { /* the thread may finish before this returns */
+        r->finish = control_finish;
+        r->finish_arg = c;
+    }
+    if (c->async == NULL || pthread_create(&t, &attr, control_thread, c) != 0) {
+        r->finish = NULL; /* no thread: answer from here */
+        r->finish_arg = NULL;
+        control_run(c);
+        control_finish(c, r);
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* ---- logging ----------------------------------------------------------------- */

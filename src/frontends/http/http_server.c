@@ -88,7 +88,7 @@ static const struct {
     [R_INFER] = {"POST", nr_http_infer, true},
     [R_GENERATE] = {"POST", h_generate, false},
     [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
-    [R_REPO_CONTROL] = {"POST", nr_http_repo_control, false},
+    [R_REPO_CONTROL] = {"POST", nr_http_repo_control, true},
     [R_SHM_STATUS] = {"GET", nr_http_shm_status, false},
     [R_SHM_REGISTER] = {"POST", nr_http_shm_register, true},
     [R_SHM_UNREGISTER] = {"POST", nr_http_shm_unregister, false},

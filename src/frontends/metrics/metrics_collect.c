@@ -62,8 +62,11 @@ static void fill_quantiles(collect_t *c, nr_metrics_row_t *r, nr_obs_t *obs)
     }
 }
 
-static void on_version(nr_model_t *m, const char *model_name, void *arg)
+static void on_version(const nr_repo_version_t *rv, void *arg)
 {
+    if (rv->version < 0)
+        return; /* no version: no series */
+    nr_model_t *m = rv->model;
     collect_t *c = arg;
     nr_metrics_view_t *v = c->v;
     if (v->n_rows == c->cap) {
@@ -72,10 +75,10 @@ static void on_version(nr_model_t *m, const char *model_name, void *arg)
     }
     nr_metrics_row_t *r = &v->rows[v->n_rows++];
     memset(r, 0, sizeof(*r));
-    r->model = model_name;
-    r->version = m->version_str;
-    if (m->state != NR_MODEL_READY)
-        return; /* failed to load: only its failure series */
+    r->model = nr_strdup(rv->name); /* the repository may change once the walk ends */
+    r->version = nr_strdup(rv->version_str);
+    if (m == NULL)
+        return; /* not serving: only its failure series */
     nr_stats_snap_t sn;
     nr_stats_snapshot(&m->stats, &sn);
     r->ready = true;
@@ -113,8 +116,11 @@ void nr_metrics_collect(nr_server_t *core, bool summaries, const nr_metrics_quan
 
 void nr_metrics_view_free(nr_metrics_view_t *v)
 {
-    for (size_t i = 0; i < v->n_rows; i++)
+    for (size_t i = 0; i < v->n_rows; i++) {
         free(v->rows[i].quantile);
+        free(v->rows[i].model);
+        free(v->rows[i].version);
+    }
     free(v->rows);
     memset(v, 0, sizeof(*v));
 }

@@ -29,7 +29,7 @@ typedef struct {
 
 /* One model version's series. */
 typedef struct {
-    const char *model, *version; /* label values as they are (escaped when printed) */
+    char *model, *version; /* label values as they are (escaped when printed); owned */
     bool ready;                  /* false: failed to load; only its failure series exist */
     uint64_t success, inferences, executions, pending;
     uint64_t failure[NR_FAIL_N];

@@ -94,14 +94,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     return reply(c, MHD_HTTP_OK, body, len, ctype_text);
 }
 
-/* With summaries: every READY version records its requests from now on. */
-static void enable_observations(nr_model_t *m, const char *model_name, void *arg)
-{
-    (void)model_name, (void)arg;
-    if (m->state == NR_MODEL_READY)
-        nr_stats_enable_obs(&m->stats, NR_METRICS_SUMMARY_OBS);
-}
-
 static void server_free(nr_metrics_server_t *s)
 {
     nr_metrics_cpu_stop(s->cpu);
@@ -130,7 +122,7 @@ nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
     }
     if (o->summaries) {
         s->quantiles = nr_metrics_parse_quantiles(o->quantiles, &s->n_quantiles);
-        nr_kserve_versions(core, enable_observations, NULL);
+        nr_server_enable_obs(core, NR_METRICS_SUMMARY_OBS); /* models loaded later too */
     }
     if (o->cpu)
         s->cpu = nr_metrics_cpu_start(o->interval_ms);
