@@ -36,7 +36,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The fuzz drivers (tests/fuzz/fuzz_<t>.c). `make unit` replays each one's seed
 # corpus and kept crashers (tests/fuzz/{corpus,regress}/<t>/) without libFuzzer.
-FUZZ_TARGETS := config infer_json infer_binary http grpc
+FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \

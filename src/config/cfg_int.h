@@ -3,9 +3,11 @@
  * One table per proto message (cfg_fields.c) lists its fields in proto
  * declaration order (= Triton's JSON order) with field number, kind, offsetof
  * and sub-table. model_config.c parses the pbtxt tree through these tables,
- * config_json.c prints JSON through them, config_pb.c writes the protobuf
- * binary through them, and nr__cfg_free_msg frees through them. Also the
- * validation entry points shared by the validate*.c files.
+ * config_from_json.c reads protobuf JSON through them (both store values with
+ * the helpers of cfg_store.c), config_json.c prints JSON through them,
+ * config_pb.c writes the protobuf binary through them, and nr__cfg_free_msg
+ * frees through them. Also the validation entry points shared by the
+ * validate*.c files.
  */
 #ifndef NR_CFG_INT_H
 #define NR_CFG_INT_H
@@ -97,6 +99,42 @@ bool nr__cfg_msg_present(const nr__cfg_field_t *f, const void *base);
 bool nr__cfg_msg_is_empty(const nr__cfg_msg_t *m, const void *base);
 void nr__cfg_free_msg(const nr__cfg_msg_t *m, void *base);
 const char *nr__cfg_enum_name(const nr__cfg_enum_t *en, int value); /* NULL if unknown */
+
+/* ---- storing values (cfg_store.c): what the pbtxt and JSON readers share -- */
+
+/* Values per repeated field (and entries per map). Far above any real model;
+ * it bounds the quadratic map-key and name-uniqueness checks on hostile input. */
+#define NR__CFG_MAX_REPEATED 16384
+
+/* The field named name[0, n) (no NUL needed); json_names: its lowerCamelCase
+ * JSON name (protobuf's json_name, "maxBatchSize") matches too. NULL if none. */
+const nr__cfg_field_t *nr__cfg_find_field(const nr__cfg_msg_t *m, const char *name, size_t n,
+                                          bool json_names);
+/* f's index in m for tracking which fields were given: an alias counts as its
+ * original. A reader's `seen` array is indexed by it. */
+size_t nr__cfg_field_index(const nr__cfg_msg_t *m, const nr__cfg_field_t *f);
+/* Another member of f's oneof already given (seen[index]), or NULL. */
+const nr__cfg_field_t *nr__cfg_oneof_rival(const nr__cfg_msg_t *m, const nr__cfg_field_t *f,
+                                           const unsigned char *seen);
+/* Records that singular field f is given: its oneof selector, a message's has-flag. */
+void nr__cfg_mark_set(const nr__cfg_field_t *f, void *base);
+/* Whether the integer (sign, magnitude) fits a field of integer type `type`
+ * (NR__F_INT32 for enums); an unsigned type takes no negative value but -0. */
+bool nr__cfg_int_fits(uint8_t type, bool neg, uint64_t mag);
+/* Stores a fitting integer in a slot of integer type `type` (NR__F_ENUM too). */
+void nr__cfg_store_int(uint8_t type, void *slot, bool neg, uint64_t mag);
+/* The value of the enum value named name[0, n); any_case: ASCII case ignored. */
+bool nr__cfg_enum_value(const nr__cfg_enum_t *en, const char *name, size_t n, bool any_case,
+                        int *out);
+/* A new zeroed element of repeated field f (NR__R_PTR or NR__R_FIX2) counted
+ * in: the slot to store it in. A FIX2 field past its two inline values is
+ * counted but its value goes to `scratch` (16 bytes) and is dropped. */
+void *nr__cfg_add_elem(const nr__cfg_field_t *f, void *base, void *scratch);
+/* Map semantics after appending an entry to map field f: an earlier entry
+ * with the same key is replaced by the new one, in place. */
+void nr__cfg_map_dedupe(const nr__cfg_field_t *f, void *base);
+/* Puts entry e (taken over) into SHAPEMAP field f; an entry with its key is replaced. */
+void nr__cfg_shapemap_put(const nr__cfg_field_t *f, void *base, nr__cfg_shape_entry_t *e);
 
 /* Parts of nr_cfg_validate outside validate.c (validate_io.c, validate_sched.c).
  * Each returns NULL or an INVALID_ARG status worded as Triton words it. */

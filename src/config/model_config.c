@@ -22,9 +22,6 @@
 #include <strings.h>
 
 #define STACK_MAX (NR_MAX_PBTXT_DEPTH + 8)
-/* Values per repeated field (and entries per map). Far above any real model;
- * it bounds the quadratic map-key and name-uniqueness checks on hostile files. */
-#define MAX_REPEATED 16384
 
 typedef struct {
     const char *path;
@@ -79,9 +76,9 @@ static bool int_magnitude(const nr_pbtxt_node_t *v, uint64_t *out)
     return true;
 }
 
-/* Reads an integer for a field of the given type into *out (sign-extended). */
-static bool get_integer(ctx_t *c, uint8_t type, const nr_pbtxt_node_t *v, int64_t *sout,
-                        uint64_t *uout)
+/* Reads an integer that fits a field of the given type as its sign and magnitude. */
+static bool get_integer(ctx_t *c, uint8_t type, const nr_pbtxt_node_t *v, bool *neg,
+                        uint64_t *mag)
 {
     bool is_unsigned = type == NR__F_UINT32 || type == NR__F_UINT64;
     if (v->kind != NR_PBTXT_SCALAR || v->tok != NR_PBTXT_INT)
@@ -90,17 +87,11 @@ static bool get_integer(ctx_t *c, uint8_t type, const nr_pbtxt_node_t *v, int64_
     bool ok = int_magnitude(v, &m);
     if (is_unsigned && v->neg)
         return cfail(c, v->vline, v->vcol, "negative value -%s for an unsigned field", v->text);
-    uint64_t max = type == NR__F_UINT32   ? UINT32_MAX
-                   : type == NR__F_UINT64 ? UINT64_MAX
-                   : type == NR__F_INT64  ? (uint64_t)INT64_MAX
-                                          : (uint64_t)INT32_MAX;
-    if (v->neg)
-        max += 1; /* two's complement minimum */
-    if (!ok || m > max)
+    if (!ok || !nr__cfg_int_fits(type, v->neg, m))
         return cfail(c, v->vline, v->vcol, "integer out of range (%s%s)", v->neg ? "-" : "",
                      v->text);
-    *uout = m;
-    *sout = v->neg ? (int64_t)(0 - m) : (int64_t)m;
+    *neg = v->neg;
+    *mag = m;
     return true;
 }
 
@@ -157,21 +148,18 @@ static bool get_bool(ctx_t *c, const nr_pbtxt_node_t *v, bool *out)
 static bool get_enum(ctx_t *c, const nr__cfg_enum_t *en, const nr_pbtxt_node_t *v, int *out)
 {
     if (v->kind == NR_PBTXT_SCALAR && v->tok == NR_PBTXT_IDENT && !v->neg) {
-        for (size_t i = 0; i < en->n; i++) {
-            if (strcmp(en->vals[i].name, v->text) == 0) {
-                *out = en->vals[i].value;
-                return true;
-            }
-        }
+        if (nr__cfg_enum_value(en, v->text, v->len, false, out))
+            return true;
         return cfail(c, v->vline, v->vcol, "unknown enumeration value \"%s\" for %s", v->text,
                      en->name);
     }
     if (v->kind == NR_PBTXT_SCALAR && v->tok == NR_PBTXT_INT) {
-        int64_t s;
-        uint64_t u;
-        if (!get_integer(c, NR__F_INT32, v, &s, &u))
+        bool neg;
+        uint64_t mag;
+        if (!get_integer(c, NR__F_INT32, v, &neg, &mag))
             return false;
-        *out = (int)s; /* proto3 enums are open: unknown numbers are kept */
+        /* proto3 enums are open: unknown numbers are kept */
+        nr__cfg_store_int(NR__F_ENUM, out, neg, mag);
         return true;
     }
     return type_error(c, v, "an enum value");
@@ -197,8 +185,8 @@ static bool parse_message(ctx_t *c, const nr__cfg_msg_t *m, void *base,
 /* Stores scalar or message value v of field f at slot. */
 static bool set_value(ctx_t *c, const nr__cfg_field_t *f, void *slot, const nr_pbtxt_node_t *v)
 {
-    int64_t s;
-    uint64_t u;
+    bool neg;
+    uint64_t mag;
     double d;
     switch (f->type) {
     case NR__F_MSG:
@@ -223,57 +211,10 @@ static bool set_value(ctx_t *c, const nr__cfg_field_t *f, void *slot, const nr_p
     case NR__F_DOUBLE: return get_double(c, v, (double *)slot);
     default: break;
     }
-    if (!get_integer(c, f->type, v, &s, &u))
+    if (!get_integer(c, f->type, v, &neg, &mag))
         return false;
-    switch (f->type) {
-    case NR__F_INT32: *(int32_t *)slot = (int32_t)s; break;
-    case NR__F_UINT32: *(uint32_t *)slot = (uint32_t)u; break;
-    case NR__F_INT64: *(int64_t *)slot = s; break;
-    default: *(uint64_t *)slot = u; break;
-    }
+    nr__cfg_store_int(f->type, slot, neg, mag);
     return true;
-}
-
-/* Appends a zeroed element to the (array, count) pair; returns it. */
-static void *push_elem(void *base, size_t off, size_t off_n, size_t es)
-{
-    char **arr = NR__AT(base, off, char *);
-    size_t *n = NR__AT(base, off_n, size_t);
-    if (*n == 0 || (*n & (*n - 1)) == 0) {
-        size_t cap = *n ? *n * 2 : 1;
-        *arr = nr_realloc(*arr, cap * es);
-    }
-    char *e = *arr + *n * es;
-    memset(e, 0, es);
-    (*n)++;
-    return e;
-}
-
-static bool key_equal(const nr__cfg_field_t *kf, const void *a, const void *b)
-{
-    if (kf->type == NR__F_STRING) {
-        const char *x = *NR__CAT(a, kf->off, char *), *y = *NR__CAT(b, kf->off, char *);
-        return strcmp(x ? x : "", y ? y : "") == 0;
-    }
-    return memcmp(NR__CAT(a, kf->off, char), NR__CAT(b, kf->off, char),
-                  nr__cfg_elem_size(kf)) == 0;
-}
-
-/* Map semantics: a later entry with an existing key replaces it in place. */
-static void map_dedupe(const nr__cfg_field_t *f, void *base)
-{
-    char *arr = *NR__AT(base, f->off, char *);
-    size_t *n = NR__AT(base, f->off_n, size_t);
-    size_t es = f->sub->size;
-    char *last = arr + (*n - 1) * es;
-    for (size_t i = 0; i + 1 < *n; i++) {
-        if (key_equal(&f->sub->fields[0], arr + i * es, last)) {
-            nr__cfg_free_msg(f->sub, arr + i * es);
-            memcpy(arr + i * es, last, es);
-            (*n)--;
-            return;
-        }
-    }
 }
 
 /* map<string, Shape{dim}> stored as parallel (names, dims) arrays. */
@@ -284,60 +225,23 @@ static bool add_shape_entry(ctx_t *c, const nr__cfg_field_t *f, void *base,
         return type_error(c, v, "a message ('{')");
     nr__cfg_shape_entry_t e = {0};
     bool ok = parse_message(c, &nr__cfg_shape_entry_msg, &e, v);
-    char ***names = NR__AT(base, f->off, char **);
-    nr_cfg_dims_t **dims = NR__AT(base, f->off_aux, nr_cfg_dims_t *);
-    size_t *n = NR__AT(base, f->off_n, size_t);
-    size_t i = 0;
-    while (i < *n && strcmp((*names)[i], e.key ? e.key : "") != 0)
-        i++;
-    if (i == *n) {
-        *names = nr_realloc(*names, (*n + 1) * sizeof(char *));
-        *dims = nr_realloc(*dims, (*n + 1) * sizeof(nr_cfg_dims_t));
-        (*names)[i] = e.key ? e.key : nr_strdup("");
-        (*n)++;
-    } else {
-        free(e.key);
-        free((*dims)[i].v);
-    }
-    (*dims)[i] = e.dims;
+    nr__cfg_shapemap_put(f, base, &e);
     return ok;
 }
 
 static bool add_item(ctx_t *c, const nr__cfg_field_t *f, void *base, const nr_pbtxt_node_t *v)
 {
-    if (*NR__AT(base, f->off_n, size_t) >= MAX_REPEATED)
+    if (*NR__AT(base, f->off_n, size_t) >= NR__CFG_MAX_REPEATED)
         return cfail(c, v->vline, v->vcol, "more than %d values for a repeated field",
-                     MAX_REPEATED);
+                     NR__CFG_MAX_REPEATED);
     if (f->type == NR__F_SHAPEMAP)
         return add_shape_entry(c, f, base, v);
-    if (f->rep == NR__R_FIX2) {
-        size_t *n = NR__AT(base, f->off_n, size_t);
-        char scratch[16] = {0};
-        void *slot = *n < 2 ? NR__AT(base, f->off + *n * nr__cfg_elem_size(f), void) : scratch;
-        (*n)++;
-        return set_value(c, f, slot, v);
-    }
-    void *elem = push_elem(base, f->off, f->off_n, nr__cfg_elem_size(f));
-    if (!set_value(c, f, elem, v))
+    char scratch[16];
+    if (!set_value(c, f, nr__cfg_add_elem(f, base, scratch), v))
         return false;
     if (f->flags & NR__FL_MAP)
-        map_dedupe(f, base);
+        nr__cfg_map_dedupe(f, base);
     return true;
-}
-
-static const nr__cfg_field_t *find_field(const nr__cfg_msg_t *m, const char *name)
-{
-    for (size_t i = 0; i < m->n_fields; i++)
-        if (strcmp(m->fields[i].name, name) == 0)
-            return &m->fields[i];
-    return NULL;
-}
-
-/* Index of the field for repeat tracking: an alias counts as its original. */
-static size_t canonical(const nr__cfg_msg_t *m, const nr__cfg_field_t *f)
-{
-    size_t idx = (size_t)(f - m->fields);
-    return (f->flags & NR__FL_ALIAS) && idx > 0 ? idx - 1 : idx;
 }
 
 /* Checks protobuf's rules for a second value of a singular field. */
@@ -345,7 +249,7 @@ static bool check_singular(ctx_t *c, const nr__cfg_msg_t *m, const nr__cfg_field
                            const unsigned char *seen, const void *base,
                            const nr_pbtxt_node_t *n)
 {
-    size_t idx = canonical(m, f);
+    size_t idx = nr__cfg_field_index(m, f);
     if (n->kind == NR_PBTXT_LIST)
         return cfail(c, n->line, n->col, "list syntax '[...]' used for non-repeated field \"%s\"",
                      f->name);
@@ -353,14 +257,12 @@ static bool check_singular(ctx_t *c, const nr__cfg_msg_t *m, const nr__cfg_field
                       !nr__cfg_scalar_is_default(f, base)))
         return cfail(c, n->line, n->col, "Non-repeated field \"%s\" is specified multiple times",
                      f->name);
-    for (size_t i = 0; f->oneof != NULL && i < m->n_fields; i++) {
-        const nr__cfg_field_t *o = &m->fields[i];
-        if (i != idx && seen[i] && o->oneof != NULL && strcmp(o->oneof, f->oneof) == 0)
-            return cfail(c, n->line, n->col,
-                         "Field \"%s\" is specified along with field \"%s\", another member of "
-                         "oneof \"%s\"",
-                         f->name, o->name, f->oneof);
-    }
+    const nr__cfg_field_t *o = nr__cfg_oneof_rival(m, f, seen);
+    if (o != NULL)
+        return cfail(c, n->line, n->col,
+                     "Field \"%s\" is specified along with field \"%s\", another member of "
+                     "oneof \"%s\"",
+                     f->name, o->name, f->oneof);
     return true;
 }
 
@@ -377,11 +279,8 @@ static bool parse_field(ctx_t *c, const nr__cfg_msg_t *m, void *base, unsigned c
     }
     if (!check_singular(c, m, f, seen, base, n))
         return false;
-    seen[canonical(m, f)] = 1;
-    if (f->oneof != NULL)
-        *NR__AT(base, f->off_oneof, int) = f->oneof_val;
-    if (f->type == NR__F_MSG && f->off_aux != NR__CFG_NONE)
-        *NR__AT(base, f->off_aux, bool) = true;
+    seen[nr__cfg_field_index(m, f)] = 1;
+    nr__cfg_mark_set(f, base);
     return set_value(c, f, NR__AT(base, f->off, char), n);
 }
 
@@ -395,7 +294,7 @@ static bool parse_message(ctx_t *c, const nr__cfg_msg_t *m, void *base,
         if (c->depth >= STACK_MAX)
             return cfail(c, n->line, n->col, "message nesting too deep");
         c->stack[c->depth++] = n->name;
-        const nr__cfg_field_t *f = find_field(m, n->name);
+        const nr__cfg_field_t *f = nr__cfg_find_field(m, n->name, strlen(n->name), false);
         if (f == NULL)
             return cfail(c, n->line, n->col,
                          "Message type \"%s\" has no field named \"%s\"", m->type_name, n->name);

@@ -290,6 +290,17 @@ typedef struct nr_model_config_s {
 NR_MUST_CHECK nr_status_t *nr_cfg_parse(const char *text, size_t len, const char *path,
                                         nr_model_config_t **out);
 NR_MUST_CHECK nr_status_t *nr_cfg_parse_file(const char *path, nr_model_config_t **out);
+/* Parses a ModelConfig written in protobuf's JSON mapping, as Triton reads the
+ * "config" parameter of a model-load request (JsonStringToMessage; enum names
+ * in any case, unknown fields rejected): proto or lowerCamelCase field names,
+ * 64-bit values as numbers or strings, {} for a present empty message. The
+ * result is what nr_cfg_parse gives for the same config in config.pbtxt, and
+ * what nr_cfg_to_json prints parses back to an equal config. Errors are
+ * INVALID_ARG "<JSON path>: <problem>" (`input[0].dims[1]: expected an
+ * integer, got "x"`; "invalid JSON: <reader message>" when it is no JSON),
+ * for the caller to prefix; on error *out is NULL. */
+NR_MUST_CHECK nr_status_t *nr_cfg_parse_json(const char *text, size_t len,
+                                             nr_model_config_t **out);
 nr_model_config_t *nr_cfg_new(void); /* an all-default config (proto3 zero values) */
 void nr_cfg_free(nr_model_config_t *cfg);
 

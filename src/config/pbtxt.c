@@ -622,14 +622,21 @@ void nr_pbtxt_describe(const nr_pbtxt_node_t *node, char *out, size_t cap)
                  node->text, node->len > 40 ? "..." : "");
         return;
     }
-    /* Strings: quoted, non-printable bytes as '?', at most 40 bytes shown. */
+    nr_pbtxt_describe_str(node->text, node->len, out, cap);
+}
+
+void nr_pbtxt_describe_str(const char *s, size_t n, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    /* Quoted, non-printable bytes as '?', at most 40 bytes shown. */
     size_t o = 0;
     out[o++] = '"';
-    for (size_t i = 0; i < node->len && i < 40 && o + 5 < cap; i++) {
-        unsigned char c = (unsigned char)node->text[i];
+    for (size_t i = 0; i < n && i < 40 && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
         out[o++] = (c >= 0x20 && c < 0x7F) ? (char)c : '?';
     }
-    if (node->len > 40 && o + 5 < cap) {
+    if (n > 40 && o + 5 < cap) {
         memcpy(out + o, "...", 3);
         o += 3;
     }

@@ -66,5 +66,8 @@ NR_MUST_CHECK nr_status_t *nr_pbtxt_errorv(const char *path, uint32_t line, uint
 /* Short human description of a value for error messages ("\"abc\"", "-1.5",
  * "a message", "a list"); writes at most cap bytes including the NUL. */
 void nr_pbtxt_describe(const nr_pbtxt_node_t *node, char *out, size_t cap);
+/* The same for the string s[0, n) (config_from_json.c's messages too):
+ * quoted, non-printable bytes as '?', at most 40 bytes shown. */
+void nr_pbtxt_describe_str(const char *s, size_t n, char *out, size_t cap);
 
 #endif

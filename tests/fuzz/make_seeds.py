@@ -2,7 +2,8 @@
 """Writes the fuzz seed corpora into tests/fuzz/corpus/<target>/ (committed).
 
 Sources: the example repository's config.pbtxt files, the configs the e2e suite
-writes (tests/e2e/models.py), and the requests recorded against Triton 2.51
+writes (tests/e2e/models.py) and the unit tests use (also as protobuf JSON, for
+config_json), and the requests recorded against Triton 2.51
 (tests/e2e/data/triton_http.jsonl). Run from the repository root:
     python3 tests/fuzz/make_seeds.py
 Input formats are the drivers' (see the header comment of each fuzz_*.c).
@@ -61,6 +62,29 @@ def unit_configs():
             if len(s) > 20 and re.search(r"\b(input|output|max_batch_size|instance_group|"
                                          r"dynamic_batching|backend|platform)\s*[:\[{]", s):
                 put("config", s.encode())
+
+
+def config_jsons():
+    """The config seeds (run configs() and unit_configs() first) as protobuf
+    JSON, the form of a model-load request's "config" parameter: proto field
+    names with every field printed, and lowerCamelCase names with only the
+    set fields (int64 values as strings, as protobuf prints them)."""
+    try:
+        from google.protobuf import json_format, text_format
+        from tritonclient.grpc import model_config_pb2
+    except Exception as e:  # no tritonclient: no seeds for config_json
+        print(f"skipping config_json seeds: {e}")
+        return
+    for p in sorted((OUT / "config").iterdir()):
+        m = model_config_pb2.ModelConfig()
+        try:
+            text_format.Parse(p.read_bytes().decode(), m)
+        except Exception:  # not a config Python's protobuf reads
+            continue
+        for proto_names in (True, False):
+            put("config_json", json_format.MessageToJson(
+                m, preserving_proto_field_name=proto_names, indent=None,
+                always_print_fields_with_no_presence=proto_names).encode())
 
 
 def requests():
@@ -209,6 +233,7 @@ if __name__ == "__main__":
     configs()
     grpc_requests()
     unit_configs()
+    config_jsons()
     requests()
     shm_requests()
     logging_requests()
