@@ -143,7 +143,7 @@ ASAN_E2E_CI ?= tests/e2e
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
                tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py \
                tests/e2e/test_grpc.py \
-               tests/e2e/test_metrics.py
+               tests/e2e/test_metrics.py tests/e2e/test_model_control.py
 E2E_ARGS    ?=
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
@@ -205,6 +205,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/protocols.py
 	$(PY) bench/threads.py
 	$(PY) bench/optimization.py
+	$(PY) bench/model_control.py
 
 clean:
 	rm -rf $(BUILD)

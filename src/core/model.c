@@ -189,22 +189,20 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
     nr_status_t *st = nr_req_validate(req);
     if (st) /* a request the model refuses is not counted (as in Triton) */
         return st;
+    /* done may run before this returns (here, inline, or on an instance) and
+     * release the caller's reference, possibly the last: keep m until the end */
+    nr_model_ref(m);
     nr_sched_waiter_t *borrowed;
     st = nr_sched_submit(m->sched, req, m->allow_inline && inline_fits(m, req), &borrowed);
     if (st) { /* queue full (REJECTED) or stopping (OTHER): a failed inference */
         nr_stat_fail(&m->stats, nr_sched_stopped(m->sched) ? NR_FAIL_OTHER : NR_FAIL_REJECTED,
                      nr_now_ns() - req->t_start_ns);
-        return st;
-    }
-    if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
-        /* done may release the caller's reference, possibly the last: keep m
-         * until the instance is given back */
-        nr_model_ref(m);
+    } else if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
         nr_inst_run_inline(borrowed->owner, req);
         nr_sched_give_back(m->sched, borrowed);
-        nr_model_release(m);
     }
-    return NULL;
+    nr_model_release(m);
+    return st;
 }
 
 uint64_t nr_model_queued(nr_model_t *m)

@@ -30,14 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef NR_HAVE_CFG_JSON
-static nr_status_t *nr_cfg_parse_json(const char *t, size_t n, nr_model_config_t **out)
-{
-    (void)t, (void)n, (void)out;
-    return nr_status_new(NR_UNSUPPORTED, "config overrides are not supported yet");
-}
-#endif
-
 /* One parsed config, shared by the versions loaded with it. */
 typedef struct {
     nr_model_config_t *cfg;

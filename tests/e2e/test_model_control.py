@@ -99,12 +99,15 @@ def test_load_infer_unload_with_tritonclient_http(server_factory, repo):
     r = infer_json(srv.port, "identity_fp32", {"inputs": []}, version=1)
     assert r.json() == {"error": "Request for unknown model: 'identity_fp32' version 1 is not at "
                                  "ready state"}, r
-    # statistics of an unloaded model are gone, as in Triton
+    # statistics and metrics of an unloaded model are gone, as in Triton
     assert c.get_inference_statistics()["model_stats"] == []
+    assert 'model="identity_fp32"' not in get(srv.metrics_port, "/metrics").text
     assert "successfully unloaded 'identity_fp32' version 1" in srv.log
     # and it loads again
     c.load_model("identity_fp32")
     assert ident_ok(srv.port)
+    assert 'nv_inference_request_success{model="identity_fp32",version="1"} 1' in \
+        get(srv.metrics_port, "/metrics").text
 
 
 def test_load_errors(server_factory, repo):
@@ -325,7 +328,7 @@ def test_unload_lets_inflight_requests_finish(server_factory, repo):
     t = threading.Thread(target=lambda: result.update(ok=ident_ok(srv.port)))
     t.start()
     pending = 'nv_inference_pending_request_count{model="identity_fp32",version="1"} 1'
-    wait_for(lambda: pending in get(srv.metrics_port, "/metrics").text(), 10,
+    wait_for(lambda: pending in get(srv.metrics_port, "/metrics").text, 10,
              "the request waiting in the queue")
     c.unload_model("identity_fp32")
     assert model_states(srv.port, "identity_fp32") in ([("1", "UNLOADING", None)],

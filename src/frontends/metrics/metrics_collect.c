@@ -64,9 +64,12 @@ static void fill_quantiles(collect_t *c, nr_metrics_row_t *r, nr_obs_t *obs)
 
 static void on_version(const nr_repo_version_t *rv, void *arg)
 {
-    if (rv->version < 0)
-        return; /* no version: no series */
     nr_model_t *m = rv->model;
+    /* series exist for serving versions and for versions that failed to load (their
+     * failure counters, as Triton); an unloaded or loading version has none */
+    if (rv->version < 0 || (m == NULL && (rv->state != NR_MODEL_UNAVAILABLE ||
+                                          (rv->reason && !strcmp(rv->reason, "unloaded")))))
+        return;
     collect_t *c = arg;
     nr_metrics_view_t *v = c->v;
     if (v->n_rows == c->cap) {
