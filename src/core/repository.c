@@ -54,6 +54,7 @@ typedef struct {
     char *reason; /* the model failed before any version existed */
     ver_t *v; size_t n; /* ascending by version */
     int64_t stamp;      /* the directory's modification time at the last load; 0: reload */
+    int64_t failed_stamp; /* ... at the last failed load: a poll retries once it changes */
     char *cfg_json;     /* the serving generation's config rendering */
 } entry_t;
 
@@ -97,6 +98,29 @@ static int64_t ns_of(struct timespec t)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* Calls fn(path/name, arg) for each entry of directory path but . and .. */
+static void each_entry(const char *path, void (*fn)(const char *sub, void *arg), void *arg)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *sub = nr_asprintf("%s/%s", path, de->d_name);
+        fn(sub, arg);
+        free(sub);
+    }
+    if (d)
+        closedir(d);
+}
+
+typedef struct {
+    int64_t t;
+    int depth;
+} stamp_walk_t;
+
+static void stamp_entry(const char *sub, void *arg);
+
 /* The latest modification (or status change) under path, recursively, as
  * Triton's GetDetailedModifiedTime: any file written, added or removed moves it. */
 static int64_t stamp_of(const char *path, int depth)
@@ -104,23 +128,20 @@ static int64_t stamp_of(const char *path, int depth)
     struct stat sb;
     if (stat(path, &sb) != 0)
         return 0;
-    int64_t t = ns_of(sb.st_mtim) > ns_of(sb.st_ctim) ? ns_of(sb.st_mtim) : ns_of(sb.st_ctim);
-    if (!S_ISDIR(sb.st_mode) || depth > 16)
-        return t;
-    DIR *d = opendir(path);
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *sub = nr_asprintf("%s/%s", path, de->d_name);
-        int64_t s = stamp_of(sub, depth + 1);
-        free(sub);
-        if (s > t)
-            t = s;
-    }
-    if (d)
-        closedir(d);
-    return t;
+    stamp_walk_t w = {ns_of(sb.st_mtim) > ns_of(sb.st_ctim) ? ns_of(sb.st_mtim)
+                                                              : ns_of(sb.st_ctim),
+                      depth};
+    if (S_ISDIR(sb.st_mode) && depth <= 16)
+        each_entry(path, stamp_entry, &w);
+    return w.t;
+}
+
+static void stamp_entry(const char *sub, void *arg)
+{
+    stamp_walk_t *w = arg;
+    int64_t s = stamp_of(sub, w->depth + 1);
+    if (s > w->t)
+        w->t = s;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -417,6 +438,7 @@ static entry_t *entry_for(nr_repo_t *repo, const char *name)
         return e;
     e = nr_calloc(1, sizeof(*e));
     e->name = nr_strdup(name);
+    e->failed_stamp = INT64_MIN;
     repo->e = nr_grow(repo->e, repo->n, sizeof(entry_t *));
     memmove(&repo->e[pos + 1], &repo->e[pos], (repo->n - pos) * sizeof(entry_t *));
     repo->e[pos] = e;
@@ -580,33 +602,33 @@ static nr_status_t *write_files(const nr_repo_load_params_t *p, char **out)
     return NULL;
 }
 
+static void remove_entry(const char *sub, void *arg);
+
 static void remove_tree(const char *path)
 {
-    DIR *d = opendir(path);
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *sub = nr_asprintf("%s/%s", path, de->d_name);
-        if (is_dir(sub))
-            remove_tree(sub);
-        else
-            unlink(sub);
-        free(sub);
-    }
-    if (d)
-        closedir(d);
+    each_entry(path, remove_entry, NULL);
     rmdir(path);
+}
+
+static void remove_entry(const char *sub, void *arg)
+{
+    (void)arg;
+    if (is_dir(sub))
+        remove_tree(sub);
+    else
+        unlink(sub);
 }
 
 /* A model that failed before any version existed: record why (unless
  * versions serve) and build the caller's error. */
-static nr_status_t *config_failed(nr_repo_t *repo, const char *name, nr_status_t *st)
+static nr_status_t *config_failed(nr_repo_t *repo, const char *name, int64_t stamp,
+                                  nr_status_t *st)
 {
     char *reason = status_reason(st);
     NR_LOG_ERROR("failed to load '%s': %s", name, reason);
     pthread_rwlock_wrlock(&repo->lock);
     entry_t *e = entry_for(repo, name);
+    e->failed_stamp = stamp;
     bool serving = false;
     for (size_t i = 0; i < e->n; i++)
         serving |= e->v[i].model != NULL;
@@ -620,6 +642,9 @@ static nr_status_t *config_failed(nr_repo_t *repo, const char *name, nr_status_t
     free(reason);
     return st;
 }
+
+#define NO_VERSION_TEXT \
+    "at least one version must be available under the version policy of model '%s'"
 
 /* One new version being loaded. */
 typedef struct {
@@ -648,8 +673,10 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     return m;
 }
 
-/* Loads model `name` (repository.h: nr_repo_load). control_mu held. */
-static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p)
+/* Loads model `name` (repository.h: nr_repo_load); a poll (polling) skips a
+ * model that failed and has not changed since. control_mu held. */
+static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
+                               bool polling)
 {
     bool override = p != NULL && (p->config != NULL || p->n_files > 0);
     char *dup = NULL, *tmpdir = NULL, *dir = NULL;
@@ -687,6 +714,8 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
         serving |= e->v[i].model != NULL;
     bool unchanged = serving && !override && e->stamp == stamp && e->tmpdir == NULL &&
                      !strcmp(e->dir, dir);
+    if (polling && e != NULL && e->failed_stamp == stamp)
+        unchanged = true; /* failed as it is: logged once, tried again when it changes */
     pthread_rwlock_unlock(&repo->lock);
     if (unchanged) {
         free(dir);
@@ -698,33 +727,23 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     atomic_init(&g->refs, 1);
     const nr_backend_t *backend = NULL;
     st = prepare_config(repo, name, dir, p, v, nv, &g->cfg, &backend);
-    if (st) {
-        free(v);
-        free(dir);
-        gen_release(g);
-        if (tmpdir)
-            remove_tree(tmpdir);
-        free(tmpdir);
-        return config_failed(repo, name, st);
+    if (st == NULL) {
+        g->json = nr_cfg_to_json(g->cfg, NULL);
+        nv = apply_policy(g->cfg, v, nv);
     }
-    g->json = nr_cfg_to_json(g->cfg, NULL);
-    nv = apply_policy(g->cfg, v, nv);
-    if (nv == 0) {
+    if (st != NULL || nv == 0) { /* nothing to load: the serving versions stay */
         free(v);
         free(dir);
         gen_release(g);
         if (tmpdir)
             remove_tree(tmpdir);
         free(tmpdir);
-        st = nr_status_new(NR_INVALID_ARG,
-                           "at least one version must be available under the version policy of "
-                           "model '%s'",
-                           name);
-        nr_status_t *w = config_failed(repo, name, nr_status_new(st->code, "%s", st->msg));
-        nr_status_free(w);
-        w = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", name, st->msg);
-        nr_status_free(st);
-        return w;
+        if (st != NULL)
+            return config_failed(repo, name, stamp, st);
+        nr_status_free(config_failed(repo, name, stamp,
+                                     nr_status_new(NR_INVALID_ARG, NO_VERSION_TEXT, name)));
+        return nr_status_new(NR_INVALID_ARG, "load failed for model '%s': " NO_VERSION_TEXT "\n",
+                             name, name);
     }
     /* the records: a serving version with the same config and files stays as
      * it is; the others load beside it (or in its place when it does not serve) */
@@ -773,6 +792,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     char *error = NULL;
     pthread_rwlock_wrlock(&repo->lock);
     e = entry_for(repo, name);
+    e->failed_stamp = failed ? stamp : INT64_MIN;
     if (failed) {
         for (size_t i = 0; i < nv; i++) {
             nr_model_t *m = pv[i].m;
@@ -890,7 +910,7 @@ static void poll_once(nr_repo_t *repo)
                 i++;
             continue;
         }
-        nr_status_free(load_model(repo, names[i], NULL));
+        nr_status_free(load_model(repo, names[i], NULL, true));
     }
     /* models whose directory went: unloaded */
     pthread_rwlock_rdlock(&repo->lock);
@@ -984,10 +1004,21 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     pthread_mutex_lock(&repo->control_mu);
     if (all) {
         for (size_t i = 0; i < n; i++)
-            nr_status_free(load_model(repo, names[i], NULL));
+            nr_status_free(load_model(repo, names[i], NULL, false));
     } else {
-        for (size_t i = 0; i < opts->n_startup_models; i++)
-            nr_status_free(load_model(repo, opts->startup_models[i], NULL));
+        for (size_t i = 0; i < opts->n_startup_models; i++) {
+            const char *name = opts->startup_models[i];
+            nr_status_t *st = load_model(repo, name, NULL, false);
+            if (st != NULL) { /* a model not found still counts against readiness */
+                pthread_rwlock_wrlock(&repo->lock);
+                entry_t *e = entry_for(repo, name);
+                if (e->n == 0 && e->reason == NULL)
+                    e->reason = status_reason(st);
+                else
+                    nr_status_free(st);
+                pthread_rwlock_unlock(&repo->lock);
+            }
+        }
     }
     pthread_mutex_unlock(&repo->control_mu);
     free_names(names, n);
@@ -1247,7 +1278,7 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
                            n);
     } else {
         pthread_mutex_lock(&repo->control_mu);
-        st = load_model(repo, n, p);
+        st = load_model(repo, n, p, false);
         pthread_mutex_unlock(&repo->control_mu);
     }
     free(n);

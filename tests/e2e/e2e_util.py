@@ -10,6 +10,7 @@ import http.client
 import json
 import socket
 import struct
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -351,3 +352,15 @@ def bf16_bits(f32):
 def bytes_tensor(elements):
     """BYTES wire encoding: uint32 LE length + bytes, per element."""
     return b"".join(struct.pack("<I", len(e)) + e for e in elements)
+
+
+def wait_for(pred, within, what):
+    """Polls pred() every 50 ms; fails the test if it is not true within `within` seconds
+    (a bound on waiting for something that must happen, not a timing assertion)."""
+    import pytest
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{what} did not happen within {within} s")

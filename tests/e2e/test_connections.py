@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from e2e_util import SockReader, compact, get, infer_json, post
+from e2e_util import SockReader, compact, get, infer_json, post, wait_for
 
 IDENT = "/v2/models/identity_fp32/infer"
 BODY = compact({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
@@ -62,15 +62,6 @@ def server_side_conns(port):
         except FileNotFoundError:
             pass
     return n
-
-
-def wait_for(pred, within, what):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"{what} did not happen within {within} s")
 
 
 def ok_infer(port):

@@ -16,7 +16,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import models
-from e2e_util import get, infer_json, post
+from e2e_util import get, infer_json, post, wait_for
 
 IDENT_DATA = [float(i) for i in range(16)]
 
@@ -41,15 +41,6 @@ def ident_ok(port, model="identity_fp32"):
     r = infer_json(port, model, {"inputs": [{"name": "INPUT0", "shape": [1, 16],
                                              "datatype": "FP32", "data": IDENT_DATA}]})
     return r.status == 200 and r.json()["outputs"][0]["data"] == IDENT_DATA
-
-
-def wait_for(pred, within, what):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"{what} did not happen within {within} s")
 
 
 def model_states(port, name):
@@ -155,6 +146,16 @@ def test_load_model_flags(server_factory, repo):
     srv = explicit(server_factory, repo, "--load-model=*")
     assert {e["name"] for e in index(srv.port, ready=True)} == \
         {"identity_bytes", "identity_fp32", "order_test", "simple"}
+
+
+def test_load_model_not_found_at_startup(server_factory, repo):
+    srv = explicit(server_factory, repo, "--load-model=nope", "--exit-on-error=false")
+    assert "failed to load 'nope', failed to poll from model repository" in srv.log
+    assert get(srv.port, "/v2/health/ready").status == 400  # strict readiness
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=nope"],
+                         expect_rc=1, wait=False, name="exit")
+    assert srv.wait_exit() == 1
+    assert "failed to load all models" in srv.log
 
 
 def test_load_model_flag_errors(server_factory, repo):

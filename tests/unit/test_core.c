@@ -374,6 +374,7 @@ NR_TEST(instance_thread_failure_fails_the_load)
     nr_cfg_fill_instance_groups(cfg, 2, 0);
     ASSERT_OK(nr_cfg_validate(cfg, cfg->name));
     nr_model_t *m = nr_calloc(1, sizeof(*m));
+    atomic_init(&m->refs, 1u << 30); /* never released to 0: freed by the test */
     m->cfg = cfg;
     m->version = 1;
     m->backend = &test_backend;
