@@ -206,6 +206,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/threads.py
 	$(PY) bench/optimization.py
 	$(PY) bench/model_control.py
+	$(PY) bench/warmup.py
 
 clean:
 	rm -rf $(BUILD)

@@ -118,7 +118,10 @@ static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b
         observe(obs, reqs, n, b, t_exec, t_end);
 }
 
-static void run_batch(nr_instance_t *inst, size_t n)
+/* Runs inst->reqs[0..n) as one batch; completes them through the queue
+ * (ordering, in-flight count) or, for requests that never went through it
+ * (warmup), by calling their done directly. */
+static void run_batch(nr_instance_t *inst, size_t n, bool queued)
 {
     nr_model_t *m = inst->model;
     nr_batch_t b = {.items = inst->items, .n = n};
@@ -152,7 +155,12 @@ static void run_batch(nr_instance_t *inst, size_t n)
     }
     record(m, inst->reqs, n, &b, t_exec, t_end, st == NULL);
     nr_status_free(st);
-    nr_sched_complete(m->sched, inst->reqs, n);
+    if (queued) {
+        nr_sched_complete(m->sched, inst->reqs, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        inst->reqs[i]->done(inst->reqs[i], inst->reqs[i]->done_arg);
 }
 
 /* Requests whose queue timeout expired (REJECT): never executed, answered
@@ -190,7 +198,7 @@ static void *inst_main(void *arg)
         }
         if (n == 0)
             break;
-        run_batch(inst, n);
+        run_batch(inst, n, true);
     }
     return NULL;
 }
@@ -198,7 +206,17 @@ static void *inst_main(void *arg)
 void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req)
 {
     inst->reqs[0] = req;
-    run_batch(inst, 1);
+    run_batch(inst, 1, true);
+}
+
+void nr_inst_run_direct(nr_instance_t *inst, nr_req_t **reqs, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < inst->cap ? n - done : inst->cap;
+        memcpy(inst->reqs, reqs + done, k * sizeof(*reqs));
+        run_batch(inst, k, false);
+        done += k;
+    }
 }
 
 void nr_inst_set_passive(nr_instance_t *inst, bool passive)

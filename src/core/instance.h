@@ -22,5 +22,10 @@ const char *nr_inst_name(const nr_instance_t *inst);
 /* Runs one request on this instance from the calling thread, while the
  * scheduler has it borrowed (nr_sched_submit); completes the request. */
 void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req);
+/* Runs validated requests that never went through the queue (warmup) on
+ * this instance from the calling thread, before its thread starts: in
+ * batches of at most the instance's batch capacity, each completed by its
+ * done; counted in the statistics as any execution. */
+void nr_inst_run_direct(nr_instance_t *inst, nr_req_t **reqs, size_t n);
 
 #endif

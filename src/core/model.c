@@ -9,6 +9,7 @@
 #include "../common/log.h"
 #include "instance.h"
 #include "scheduler.h"
+#include "warmup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,9 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
     if (st == NULL) {
         m->sched = nr_sched_create(m->cfg);
+        st = nr_warmup_run(m, model_dir); /* before the threads: no request can come yet */
+    }
+    if (st == NULL) {
         /* every instance must serve: a queue no thread takes from would hold its
          * requests for ever */
         for (size_t i = 0; i < m->n_instances && st == NULL; i++)
