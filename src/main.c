@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "config/model_config.h"
+#include "core/host_policy.h"
 #include "core/repository.h"
 #include "core/server.h"
 #include "frontends/grpc/grpc_server.h"
@@ -118,7 +119,10 @@ static const char usage_text[] =
     "  --metrics-config <setting>=<value>\n"
     "                                   summary_latencies=true, summary_quantiles=<q>:<e>,...,\n"
     "                                   counter_latencies=false (repeatable)\n"
-    "  --host-policy:                   not implemented yet (refused)\n"
+    "  --host-policy=<name>,<setting>=<value>\n"
+    "                                   Settings numa-node=<id>, cpu-cores=<list> (0-3,8-11) for\n"
+    "                                   the instances of that policy (instance_group host_policy;\n"
+    "                                   default names cpu, gpu_<id>, model); repeatable\n"
     "  --help                           This text\n";
 
 static void usage_exit(int code)
@@ -345,7 +349,23 @@ static void set_option(opts_t *o, const char *name, const char *v)
         NR_LOG_WARN("--%s is accepted for compatibility and ignored", name);
         return;
     }
-    if (!strcmp(name, "host-policy") || !strcmp(name, "grpc-restricted-protocol")) {
+    if (!strcmp(name, "host-policy")) {
+        bool usage = false;
+        nr_status_t *st = nr_host_policy_add(v, &usage);
+        if (st == NULL)
+            return;
+        if (usage) /* Triton's option error: the usage text, then what is wrong */
+            fprintf(stderr, "%s\nBad option: \"--%s\".\n%s\n\n", usage_text, name, st->msg);
+        else if (st->code == NR_UNSUPPORTED)
+            fprintf(stderr, "Failed to build Triton option:\nerror: setting host policy: %s - %s\n",
+                    nr_status_code_name(st->code), st->msg);
+        else /* nereid checks the values at start (Triton: when an instance is created) */
+            fprintf(stderr, "error: creating server: %s - %s\n", nr_status_code_name(st->code),
+                    st->msg);
+        nr_status_free(st);
+        exit(1);
+    }
+    if (!strcmp(name, "grpc-restricted-protocol")) {
         fprintf(stderr, "error: --%s is not implemented yet\n", name);
         exit(2);
     }
@@ -656,9 +676,11 @@ int main(int argc, char **argv)
     nr_server_free(core);
     free(o.repos);
     free(o.load_models);
+    nr_host_policy_clear();
     return 0;
-fail: /* o.repos and o.load_models are the only allocations the early exits still hold */
+fail: /* o.repos, o.load_models and the host policies: what the early exits still hold */
     free(o.repos);
     free(o.load_models);
+    nr_host_policy_clear();
     return 1;
 }

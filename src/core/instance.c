@@ -6,6 +6,8 @@
  */
 #include "instance.h"
 
+#include "../common/log.h"
+
 #include "../common/alloc.h"
 #include "scheduler.h"
 
@@ -21,6 +23,7 @@ struct nr_instance_s {
     pthread_t thread;
     bool started;
     bool passive; /* loaded, never takes requests */
+    const nr_host_policy_t *policy; /* applied to its thread, or NULL */
     nr_req_t **reqs;       /* batch scratch, max_batch entries */
     nr_batch_item_t **items;
     size_t cap;
@@ -188,6 +191,12 @@ static void *inst_main(void *arg)
     char tname[16];
     snprintf(tname, sizeof(tname), "%s", inst->name);
     pthread_setname_np(pthread_self(), tname);
+    if (inst->policy != NULL) { /* checked on the loading thread: cannot fail here */
+        nr_status_t *st = nr_host_policy_apply(inst->policy, NULL);
+        if (st != NULL)
+            NR_LOG_ERROR("instance %s: %s", inst->name, st->msg);
+        nr_status_free(st);
+    }
     for (;;) {
         nr_req_t *expired;
         size_t n = nr_sched_next_batch(inst->model->sched, inst->reqs, inst->cap, &expired,
@@ -222,6 +231,11 @@ void nr_inst_run_direct(nr_instance_t *inst, nr_req_t **reqs, size_t n)
 void nr_inst_set_passive(nr_instance_t *inst, bool passive)
 {
     inst->passive = passive;
+}
+
+void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy)
+{
+    inst->policy = policy;
 }
 
 nr_status_t *nr_inst_start(nr_instance_t *inst)

@@ -5,6 +5,7 @@
 #ifndef NR_INSTANCE_H
 #define NR_INSTANCE_H
 
+#include "host_policy.h"
 #include "model.h"
 
 NR_MUST_CHECK nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info,
@@ -12,6 +13,9 @@ NR_MUST_CHECK nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_
 /* A passive instance (instance_group passive: true) is loaded but never
  * started: it takes no requests. Call before nr_inst_start. */
 void nr_inst_set_passive(nr_instance_t *inst, bool passive);
+/* The host policy its thread applies when it starts (NULL: none). Call
+ * before nr_inst_start. */
+void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy);
 /* Starts the thread; the instance then serves until the queue stops. A
  * thread that cannot start is an error (INTERNAL, with the system's reason):
  * the model must not be READY with an instance that never takes requests. */

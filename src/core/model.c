@@ -86,6 +86,17 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
         const nr_cfg_instance_group_t *ig = &cfg->instance_group[g];
         size_t ndev = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->n_gpus : 1;
         for (size_t d = 0; d < ndev; d++) {
+            char default_policy[32]; /* Triton's names: cpu, gpu_<id>, model */
+            int dev = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0;
+            snprintf(default_policy, sizeof(default_policy), "%s",
+                     ig->kind == NR_KIND_MODEL ? "model" : "cpu");
+            if (ig->kind == NR_KIND_GPU)
+                snprintf(default_policy, sizeof(default_policy), "gpu_%d", dev);
+            const char *policy_name =
+                ig->host_policy && ig->host_policy[0] ? ig->host_policy : default_policy;
+            const nr_host_policy_t *policy = nr_host_policy_find(policy_name);
+            if (!nr_host_policy_binds(policy))
+                policy = NULL;
             for (int32_t c = 0; c < (ig->count > 0 ? ig->count : 1); c++) {
                 char name[512];
                 snprintf(name, sizeof(name), "%s_%d", ig->name, c);
@@ -95,14 +106,21 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
                     .device_id = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0,
                     .intra_op_threads = intra_share(cfg, cpu_count),
                     .cpu_count = cpu_count,
-                    .host_policy = ig->host_policy && ig->host_policy[0]
-                                       ? ig->host_policy
-                                       : (ig->kind == NR_KIND_GPU ? "gpu" : "cpu"),
+                    .host_policy = policy_name,
                 };
-                nr_instance_t *inst;
-                nr_status_t *st = nr_inst_create(m, &info, &inst);
+                /* the session's threads start now and inherit the loading thread's
+                 * affinity and memory policy: give them the instance's for the while */
+                nr_host_policy_saved_t *saved = NULL;
+                nr_status_t *st = policy ? nr_host_policy_apply(policy, &saved) : NULL;
+                nr_instance_t *inst = NULL;
+                if (st == NULL)
+                    st = nr_inst_create(m, &info, &inst);
+                nr_host_policy_restore(saved);
                 if (st)
                     return st;
+                nr_inst_set_policy(inst, policy);
+                if (policy != NULL) /* its work runs on its own (pinned) threads only */
+                    m->allow_inline = false;
                 NR_LOG_VERBOSE(1, "created instance %s on %s device %d for '%s' version %s",
                                name, ig->kind == NR_KIND_GPU ? "GPU" : "CPU", info.device_id,
                                m->name, m->version_str);
