@@ -61,9 +61,11 @@ $(GEN_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libnereid.a: $(LIB_OBJ)
+# Relinked when setup installs another ONNX Runtime (its symbols are versioned).
+ORT_STAMP := $(wildcard $(ORT_HOME)/lib/.wheel)
+$(BUILD)/libnereid.a: $(LIB_OBJ) $(ORT_STAMP)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
 $(BUILD)/bin/nereid: $(BUILD)/obj/src/main.o $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
@@ -207,6 +209,8 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/optimization.py
 	$(PY) bench/model_control.py
 	$(PY) bench/warmup.py
+	$(PY) bench/host_policy.py
+	$(PY) bench/accelerators.py
 
 clean:
 	rm -rf $(BUILD)

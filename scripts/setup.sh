@@ -4,7 +4,8 @@
 #   2. the Python venv at $VENV from scripts/requirements.txt (redone when that file's hash changes);
 #   3. ONNX Runtime for C at $ORT_HOME: headers from Debian 13's libonnxruntime-dev (fetched with a
 #      private apt configuration pointing at the Debian archive this machine's own apt sources use;
-#      the system's apt state is never touched) and the library from the venv's onnxruntime wheel.
+#      the system's apt state is never touched) and the libraries of the onnxruntime-openvino
+#      wheel (ONNX Runtime with its CPU and OpenVINO providers).
 # Idempotent; prints nothing when everything is present. Run from anywhere:
 #   ORT_HOME=... VENV=... scripts/setup.sh
 set -euo pipefail
@@ -108,23 +109,36 @@ if [ ! -f "$ORT_HOME/include/onnxruntime_c_api.h" ]; then
     [ -f "$ORT_HOME/include/onnxruntime_c_api.h" ] || die "libonnxruntime-dev has no onnxruntime_c_api.h"
 fi
 
-# The library: the wheel's libonnxruntime.so.1.X.Y, copied (and refreshed when the wheel changes).
-lib_src=""
-for f in "$VENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.*; do
-    [ -f "$f" ] && lib_src=$f
-done
-[ -n "$lib_src" ] || die "no libonnxruntime.so.1.* in the venv's onnxruntime package"
-lib_name=$(basename "$lib_src")
-if ! cmp -s "$lib_src" "$ORT_HOME/lib/$lib_name" ||
-   [ "$(readlink "$ORT_HOME/lib/libonnxruntime.so.1" 2>/dev/null)" != "$lib_name" ] ||
-   [ "$(readlink "$ORT_HOME/lib/libonnxruntime.so" 2>/dev/null)" != libonnxruntime.so.1 ]; then
-    say "installing $lib_name into $ORT_HOME/lib"
-    mkdir -p "$ORT_HOME/lib"
-    for old in "$ORT_HOME"/lib/libonnxruntime.so.1.*; do
-        [ "$old" = "$ORT_HOME/lib/$lib_name" ] || rm -f "$old"
-    done
-    cp "$lib_src" "$ORT_HOME/lib/$lib_name.tmp"
-    mv -f "$ORT_HOME/lib/$lib_name.tmp" "$ORT_HOME/lib/$lib_name"
-    ln -sfn "$lib_name" "$ORT_HOME/lib/libonnxruntime.so.1"
-    ln -sfn libonnxruntime.so.1 "$ORT_HOME/lib/libonnxruntime.so"
+# The library: ONNX Runtime as the onnxruntime-openvino wheel builds it (its CPU provider runs as
+# fast as the onnxruntime wheel's here, and it adds the OpenVINO provider: docs/optimization.md,
+# "Execution accelerators"). The wheel is downloaded with this machine's pip configuration, not
+# installed (its Python module would replace the venv's onnxruntime); its capi/ libraries go to
+# $ORT_HOME/lib as they are (they find each other through RUNPATH $ORIGIN).
+ORT_WHEEL=${ORT_WHEEL:-onnxruntime-openvino==1.24.1}
+stamp="$ORT_HOME/lib/.wheel"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$ORT_WHEEL" ] || [ ! -e "$ORT_HOME/lib/libonnxruntime.so" ]; then
+    say "installing the ONNX Runtime libraries of $ORT_WHEEL into $ORT_HOME/lib"
+    wtmp=$(mktemp -d)
+    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$wtmp" "$ORT_WHEEL" ||
+        die "pip download $ORT_WHEEL failed"
+    rm -rf "$ORT_HOME/lib.new"
+    mkdir -p "$ORT_HOME/lib.new"
+    "$VENV/bin/python" - "$wtmp" "$ORT_HOME/lib.new" <<'PY' || die "unpacking $ORT_WHEEL failed"
+import glob, os, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+wheel = glob.glob(os.path.join(src, "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        base = os.path.basename(name)
+        if name.startswith("onnxruntime/capi/") and ".so" in base and "pybind11" not in base:
+            with z.open(name) as f, open(os.path.join(dst, base), "wb") as out:
+                out.write(f.read())
+PY
+    lib_name=$(cd "$ORT_HOME/lib.new" && ls libonnxruntime.so.1.* 2>/dev/null | head -n 1)
+    [ -n "$lib_name" ] || die "no libonnxruntime.so.1.* in $ORT_WHEEL"
+    ln -sfn "$lib_name" "$ORT_HOME/lib.new/libonnxruntime.so.1"
+    ln -sfn libonnxruntime.so.1 "$ORT_HOME/lib.new/libonnxruntime.so"
+    echo "$ORT_WHEEL" > "$ORT_HOME/lib.new/.wheel"
+    rm -rf "$ORT_HOME/lib" "$wtmp"
+    mv "$ORT_HOME/lib.new" "$ORT_HOME/lib"
 fi

@@ -282,15 +282,16 @@ def test_reload_loses_no_request(server_factory, repo):
         x = np.arange(16, dtype=np.float32).reshape(1, 16) + i
         inp = httpclient.InferInput("INPUT0", [1, 16], "FP32")
         inp.set_data_from_numpy(x)
-        while not stop.is_set():
-            try:
+        try:
+            while not stop.is_set():
                 out = c.infer("identity_fp32", [inp]).as_numpy("OUTPUT0")
                 if not np.array_equal(out, x):
                     errors.append(f"client {i}: wrong answer {out}")
                 counts[i] += 1
-            except Exception as e:  # noqa: BLE001 - every failure is reported
-                errors.append(f"client {i}: {e}")
-                return
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            errors.append(f"client {i}: {e}")
+        finally:
+            c.close()  # here: gevent's pool cannot be joined from another thread
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
     for t in threads:

@@ -1037,11 +1037,24 @@ NR_TEST(intra_op_worker_nice)
 NR_TEST(error_accelerators)
 {
     char *path = model_file("identity_fp32");
-    if (!nr__ort_has_provider("OpenVINOExecutionProvider"))
+    if (!nr__ort_has_provider("OpenVINOExecutionProvider")) {
+        char *want = nr_asprintf("Execution Accelerator 'openvino' is requested, but the ONNX "
+                                 "Runtime library loaded (%s) has no OpenVINO provider; the "
+                                 "onnxruntime-openvino build has it (scripts/setup.sh installs it)",
+                                 nr__ort_library_version());
         EXPECT_STATUS(load_only(IDENTITY_CFG("i", "TYPE_FP32")
                                      "optimization { execution_accelerators { cpu_execution_accelerator"
                                      " [ { name: \"openvino\" } ] } }", path),
-                           NR_INVALID_ARG, "unknown Execution Accelerator 'openvino' is requested");
+                           NR_INVALID_ARG, want);
+        free(want);
+    } else { /* a parameter OpenVINO does not take names itself */
+        EXPECT_STATUS(load_only(IDENTITY_CFG("i", "TYPE_FP32")
+                                     "optimization { execution_accelerators { cpu_execution_accelerator"
+                                     " [ { name: \"openvino\" parameters { key: \"num_streamz\""
+                                     " value: \"2\" } } ] } }", path),
+                           NR_INVALID_ARG,
+                           "unknown parameter 'num_streamz' for Execution Accelerator 'openvino'");
+    }
     EXPECT_STATUS(load_only(IDENTITY_CFG("i", "TYPE_FP32")
                                  "optimization { execution_accelerators { cpu_execution_accelerator"
                                  " [ { name: \"fastcpu\" } ] } }", path),

@@ -98,6 +98,14 @@ nr_status_t *nr__ort_status(OrtStatus *st)
     return s;
 }
 
+const char *nr__ort_library_version(void)
+{
+    static char v[96];
+    const OrtApiBase *base = OrtGetApiBase();
+    snprintf(v, sizeof(v), "ONNX Runtime %s", base ? base->GetVersionString() : "?");
+    return v;
+}
+
 bool nr__ort_has_provider(const char *provider)
 {
     for (int i = 0; i < g_n_providers; i++)

@@ -45,6 +45,8 @@ const OrtMemoryInfo *nr__ort_cpu_info(void);
 NR_MUST_CHECK nr_status_t *nr__ort_status(OrtStatus *st);
 /* true if `provider` (e.g. "OpenVINOExecutionProvider") is in this ORT build. */
 bool nr__ort_has_provider(const char *provider);
+/* "ONNX Runtime <version>" of the library loaded, for messages. */
+const char *nr__ort_library_version(void);
 uint64_t nr__ort_now_ns(void);
 
 /* ---- ort_types.c ---- */
@@ -93,7 +95,7 @@ typedef struct {
     GraphOptimizationLevel graph_level;
     const char *device_alloc_for_init; /* borrowed from cfg; NULL if unset */
     const char *arena_shrinkage;       /* run option; borrowed; NULL if unset */
-    bool cpu_openvino;                 /* cpu_execution_accelerator openvino */
+    const nr_cfg_accelerator_t *cpu_openvino; /* cpu_execution_accelerator openvino, or NULL */
 } nr__ort_opts_t;
 
 NR_MUST_CHECK nr_status_t *nr__ort_opts_parse(const nr_model_config_t *cfg, nr__ort_opts_t *o);

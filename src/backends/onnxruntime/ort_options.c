@@ -128,18 +128,41 @@ static nr_status_t *unknown_accelerator(const char *name)
     return nr_status_new(NR_INVALID_ARG, "unknown Execution Accelerator '%s' is requested", name);
 }
 
-/* cpu_execution_accelerator is read for every instance kind, so it is checked at load. */
+/* The OpenVINO provider options ONNX Runtime 1.24 takes (its provider_options keys). */
+static const char *const openvino_keys[] = {
+    "device_type", "precision", "num_of_threads", "num_streams", "cache_dir", "load_config",
+    "enable_qdq_optimizer", "disable_dynamic_shapes", "model_priority",
+    "enable_opencl_throttling", "context", "reshape_input", "layout",
+};
+
+/* cpu_execution_accelerator is read for every instance kind, so it is checked at load:
+ * an unknown name or parameter, or a provider the loaded library lacks, fails the load. */
 static nr_status_t *parse_cpu_accelerators(const nr_model_config_t *cfg, nr__ort_opts_t *o)
 {
     if (!cfg->has_optimization)
         return NULL;
     for (size_t i = 0; i < cfg->optimization.n_cpu_execution_accelerator; i++) {
-        const char *name = cfg->optimization.cpu_execution_accelerator[i].name;
-        if (name == NULL)
-            name = "";
-        if (strcmp(name, "openvino") != 0 || !nr__ort_has_provider("OpenVINOExecutionProvider"))
+        const nr_cfg_accelerator_t *ea = &cfg->optimization.cpu_execution_accelerator[i];
+        const char *name = ea->name ? ea->name : "";
+        if (strcmp(name, "openvino") != 0)
             return unknown_accelerator(name);
-        o->cpu_openvino = true;
+        if (!nr__ort_has_provider("OpenVINOExecutionProvider"))
+            return nr_status_new(NR_INVALID_ARG,
+                                 "Execution Accelerator 'openvino' is requested, but the ONNX "
+                                 "Runtime library loaded (%s) has no OpenVINO provider; the "
+                                 "onnxruntime-openvino build has it (scripts/setup.sh installs it)",
+                                 nr__ort_library_version());
+        for (size_t k = 0; k < ea->n_parameters; k++) {
+            bool known = false;
+            for (size_t j = 0; j < sizeof(openvino_keys) / sizeof(openvino_keys[0]); j++)
+                known |= !strcmp(ea->parameters[k].key, openvino_keys[j]);
+            if (!known)
+                return nr_status_new(NR_INVALID_ARG,
+                                     "unknown parameter '%s' for Execution Accelerator "
+                                     "'openvino'",
+                                     ea->parameters[k].key);
+        }
+        o->cpu_openvino = ea;
     }
     return NULL;
 }
@@ -414,13 +437,31 @@ static nr_status_t *append_gpu_providers(OrtSessionOptions *so, const nr_model_c
     return append_cuda(so, cfg, &cuda_opts, device_id);
 }
 
+/* OpenVINO on the CPU: the accelerator's parameters as provider options, device_type CPU
+ * unless given. OpenVINO sizes its own threads (num_of_threads, num_streams): capping them at
+ * the instance's share of the cores, as the CPU provider's are, measured slower at
+ * concurrency 1 and no faster at 2 (docs/optimization.md, "Execution accelerators"). */
 static nr_status_t *append_cpu_providers(OrtSessionOptions *so, const nr__ort_opts_t *o)
 {
-    if (!o->cpu_openvino)
+    const nr_cfg_accelerator_t *ea = o->cpu_openvino;
+    if (ea == NULL)
         return NULL;
-    const char *keys[] = {"device_type"}, *vals[] = {"CPU"};
-    return nr__ort_status(
-        nr__ort_api()->SessionOptionsAppendExecutionProvider(so, "OpenVINO", keys, vals, 1));
+    const char **keys = nr_calloc(ea->n_parameters + 1, sizeof(char *));
+    const char **vals = nr_calloc(ea->n_parameters + 1, sizeof(char *));
+    size_t n = 0;
+    bool device = false;
+    for (size_t k = 0; k < ea->n_parameters; k++) {
+        keys[n] = ea->parameters[k].key;
+        vals[n++] = ea->parameters[k].value;
+        device |= !strcmp(ea->parameters[k].key, "device_type");
+    }
+    if (!device)
+        keys[n] = "device_type", vals[n++] = "CPU";
+    nr_status_t *st = nr__ort_status(
+        nr__ort_api()->SessionOptionsAppendExecutionProvider(so, "OpenVINO", keys, vals, n));
+    free(keys);
+    free(vals);
+    return st;
 }
 
 /* ---- intra-op workers at background priority ---- */
