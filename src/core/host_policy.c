@@ -95,23 +95,14 @@ static nr_status_t *parse_node(nr_host_policy_t *p, const char *v, size_t n)
 
 nr_status_t *nr_host_policy_add(const char *spec, bool *usage)
 {
-    *usage = false;
     const char *comma = strchr(spec, ',');
-    if (comma == NULL || comma == spec || comma[1] == '\0') {
-        *usage = true;
+    const char *kv = comma ? comma + 1 : NULL, *eq = kv ? strchr(kv, '=') : NULL;
+    *usage = comma == NULL || comma == spec || eq == NULL;
+    if (*usage)
         return nr_status_new(NR_INVALID_ARG,
                              "--host-policy option format is '<policy name>,<setting>=<value>'. "
                              "Got %s",
                              spec);
-    }
-    const char *kv = comma + 1, *eq = strchr(kv, '=');
-    if (eq == NULL) {
-        *usage = true;
-        return nr_status_new(NR_INVALID_ARG,
-                             "--host-policy option format is '<policy name>,<setting>=<value>'. "
-                             "Got %s",
-                             spec);
-    }
     nr_host_policy_t *p = policy_for(spec, (size_t)(comma - spec));
     size_t klen = (size_t)(eq - kv); /* one setting a flag, as Triton: the value is the rest */
     if (klen == 9 && !memcmp(kv, "cpu-cores", 9))
