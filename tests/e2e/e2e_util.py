@@ -364,3 +364,14 @@ def wait_for(pred, within, what):
             return
         time.sleep(0.05)
     pytest.fail(f"{what} did not happen within {within} s")
+
+
+def infer_simple(client, a, b):
+    """`simple` (INPUT0 + INPUT1, INPUT0 - INPUT1, INT32 [1,16]) through a tritonclient.http
+    client; returns the result."""
+    import tritonclient.http as httpclient
+    inputs = [httpclient.InferInput("INPUT0", list(a.shape), "INT32"),
+              httpclient.InferInput("INPUT1", list(b.shape), "INT32")]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b)
+    return client.infer("simple", inputs)

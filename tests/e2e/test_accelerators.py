@@ -13,7 +13,7 @@ import pytest
 import tritonclient.http as httpclient
 
 import models
-from e2e_util import post
+from e2e_util import infer_simple, post
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 # OpenVINO's TBB dlopens a library with RTLD_DEEPBIND, which AddressSanitizer's runtime refuses
@@ -47,11 +47,7 @@ def test_openvino_runs_and_agrees_with_the_cpu_provider(server_factory, tmp_path
     c = httpclient.InferenceServerClient(srv.url)
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
     b = np.full((1, 16), 3, dtype=np.int32)
-    ins = [httpclient.InferInput("INPUT0", [1, 16], "INT32"),
-           httpclient.InferInput("INPUT1", [1, 16], "INT32")]
-    ins[0].set_data_from_numpy(a)
-    ins[1].set_data_from_numpy(b)
-    r = c.infer("simple", ins)
+    r = infer_simple(c, a, b)
     assert np.array_equal(r.as_numpy("OUTPUT0"), a + b)
     assert np.array_equal(r.as_numpy("OUTPUT1"), a - b)
     x = np.random.default_rng(0).random((2, 5), dtype=np.float32)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import free_port, run_cli
-from e2e_util import assert_empty, get, post
+from e2e_util import assert_empty, get, infer_simple, post
 
 BOOL_FORMS = [("true", True), ("false", False), ("on", True), ("off", False), ("1", True),
               ("0", False)]
@@ -220,11 +220,7 @@ def test_inline_execution_flag(server_factory, repos, value):
         for i in range(20):
             a = np.full((1, 16), i, dtype=np.int32)
             b = np.arange(16, dtype=np.int32).reshape(1, 16)
-            inputs = [httpclient.InferInput("INPUT0", [1, 16], "INT32"),
-                      httpclient.InferInput("INPUT1", [1, 16], "INT32")]
-            inputs[0].set_data_from_numpy(a)
-            inputs[1].set_data_from_numpy(b)
-            r = c.infer("simple", inputs)
+            r = infer_simple(c, a, b)
             assert np.array_equal(r.as_numpy("OUTPUT0"), a + b)
         st = c.get_inference_statistics("simple")["model_stats"][0]
         assert st["inference_stats"]["success"]["count"] == 20
