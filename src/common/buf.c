@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,4 +160,26 @@ char *nr_buf_steal(nr_buf_t *b, size_t *len)
         *len = b->len;
     nr_buf_init(b);
     return p;
+}
+
+int nr_buf_read_file(nr_buf_t *b, const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return errno;
+    char chunk[65536];
+    size_t got, seen = 0;
+    int rc = 0;
+    while (rc == 0 && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (got > max - seen) {
+            got = max - seen;
+            rc = EFBIG;
+        }
+        nr_buf_append(b, chunk, got);
+        seen += got;
+    }
+    if (rc == 0 && ferror(f))
+        rc = errno ? errno : EIO;
+    fclose(f);
+    return rc;
 }

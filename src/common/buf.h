@@ -40,6 +40,10 @@ void nr_buf_i64(nr_buf_t *b, int64_t v);
  * 100 -> "100.0", 0.1f -> "0.10000000149011612", NaN -> "NaN", inf -> "Infinity".
  * Implemented in dtoa.c. */
 void nr_buf_double(nr_buf_t *b, double v);
+/* Appends the bytes of the file at path: 0, the errno of the open or read
+ * that failed, or EFBIG once more than `max` bytes were seen (b then holds
+ * the first `max` of them). */
+int nr_buf_read_file(nr_buf_t *b, const char *path, size_t max);
 /* Takes the memory; b is left empty. Result is NUL-terminated. */
 char *nr_buf_steal(nr_buf_t *b, size_t *len);
 

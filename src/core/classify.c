@@ -17,6 +17,7 @@
 #include "../common/limits.h"
 #include "../common/log.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,34 +25,23 @@
 
 /* ---- labels --------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    nr_buf_t b;
-    nr_buf_init(&b);
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0 && b.len < NR_MAX_CONFIG_BYTES * 4)
-        nr_buf_append(&b, tmp, n);
-    fclose(f);
-    return nr_buf_steal(&b, len);
-}
-
 static void load_one(nr_label_set_t *s, const nr_model_config_t *cfg, const char *dir,
                      uint32_t o)
 {
     const char *fn = cfg->output[o].label_filename;
     char *path = nr_asprintf("%s/%s", dir, fn);
-    size_t len = 0;
-    char *text = read_file(path, &len);
-    if (text == NULL) {
+    nr_buf_t b;
+    nr_buf_init(&b);
+    int e = nr_buf_read_file(&b, path, NR_MAX_CONFIG_BYTES * 4); /* a longer file: cut there */
+    if (e != 0 && e != EFBIG) {
         NR_LOG_WARN("unable to read labels '%s' of model '%s'", path, cfg->name);
+        nr_buf_free(&b);
         free(path);
         return;
     }
     free(path);
+    size_t len = 0;
+    char *text = nr_buf_steal(&b, &len);
     s->v = nr_realloc(s->v, (s->n + 1) * sizeof(*s->v));
     nr_labels_t *l = &s->v[s->n++];
     l->output = o;

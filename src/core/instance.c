@@ -6,9 +6,8 @@
  */
 #include "instance.h"
 
-#include "../common/log.h"
-
 #include "../common/alloc.h"
+#include "../common/log.h"
 #include "scheduler.h"
 
 #include <pthread.h>

@@ -86,12 +86,11 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
         const nr_cfg_instance_group_t *ig = &cfg->instance_group[g];
         size_t ndev = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->n_gpus : 1;
         for (size_t d = 0; d < ndev; d++) {
-            char default_policy[32]; /* Triton's names: cpu, gpu_<id>, model */
             int dev = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0;
-            snprintf(default_policy, sizeof(default_policy), "%s",
-                     ig->kind == NR_KIND_MODEL ? "model" : "cpu");
-            if (ig->kind == NR_KIND_GPU)
-                snprintf(default_policy, sizeof(default_policy), "gpu_%d", dev);
+            char default_policy[32]; /* Triton's names: cpu, gpu_<id>, model */
+            snprintf(default_policy, sizeof(default_policy),
+                     ig->kind == NR_KIND_GPU ? "gpu_%d" : ig->kind == NR_KIND_MODEL ? "model" : "cpu",
+                     dev);
             const char *policy_name =
                 ig->host_policy && ig->host_policy[0] ? ig->host_policy : default_policy;
             const nr_host_policy_t *policy = nr_host_policy_find(policy_name);
@@ -103,7 +102,7 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
                 nr_instance_info_t info = {
                     .name = name,
                     .kind = ig->kind,
-                    .device_id = ig->kind == NR_KIND_GPU && ig->n_gpus ? ig->gpus[d] : 0,
+                    .device_id = dev,
                     .intra_op_threads = intra_share(cfg, cpu_count),
                     .cpu_count = cpu_count,
                     .host_policy = policy_name,

@@ -30,10 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One parsed config, shared by the versions loaded with it. */
+typedef struct nr_repo_s nr_repo_t;
+
+/* One parsed config, shared by the versions loaded with it (each model's owner). */
 typedef struct {
     nr_model_config_t *cfg;
     char *json; /* its rendering, to tell a changed config from the same one */
+    nr_repo_t *repo;
     _Atomic uint32_t refs;
 } gen_t;
 
@@ -446,6 +449,15 @@ static entry_t *entry_for(nr_repo_t *repo, const char *name)
     return e;
 }
 
+/* Whether any version of e serves. */
+static bool serving(const entry_t *e)
+{
+    for (size_t i = 0; e != NULL && i < e->n; i++)
+        if (e->v[i].model != NULL)
+            return true;
+    return false;
+}
+
 static ver_t *find_ver(entry_t *e, int64_t version)
 {
     for (size_t i = 0; i < e->n; i++)
@@ -482,8 +494,8 @@ static void set_state(ver_t *r, nr_model_state_t st, const char *reason)
     r->reason = reason ? nr_strdup(reason) : NULL;
 }
 
-/* Takes the serving model out of record r (which becomes UNLOADING, or
- * keeps `next`): the caller releases the returned reference after
+/* Takes the serving model out of record r, which becomes UNLOADING until
+ * the reaper unloads it; the caller releases the returned reference after
  * unlocking. Write lock held. */
 static nr_model_t *retire(ver_t *r)
 {
@@ -501,7 +513,7 @@ static nr_model_t *retire(ver_t *r)
 /* on_last_release of a published model: hand it to the reaper. */
 static void to_reaper(nr_model_t *m)
 {
-    nr_repo_t *repo = ((void **)m->owner)[1];
+    nr_repo_t *repo = ((gen_t *)m->owner)->repo;
     pthread_mutex_lock(&repo->reap_mu);
     repo->reap = nr_grow(repo->reap, repo->n_reap, sizeof(nr_model_t *));
     repo->reap[repo->n_reap++] = m;
@@ -512,12 +524,11 @@ static void to_reaper(nr_model_t *m)
 /* Frees a model (loaded, failed, or never published) and its generation. */
 static void free_model(nr_model_t *m)
 {
-    void **owner = m->owner;
+    gen_t *g = m->owner;
     nr_model_unload(m);
     free(m->reason);
     free(m);
-    gen_release(owner[0]);
-    free(owner);
+    gen_release(g);
 }
 
 static void *reaper_main(void *arg)
@@ -531,19 +542,14 @@ static void *reaper_main(void *arg)
             break;
         nr_model_t *m = repo->reap[--repo->n_reap];
         pthread_mutex_unlock(&repo->reap_mu);
-        char *name = nr_strdup(m->name);
-        int64_t version = m->version;
-        nr_model_unload(m);
-        NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, name, version);
+        nr_model_unload(m); /* its config (and name) stay until free_model */
+        NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
         pthread_rwlock_wrlock(&repo->lock);
-        entry_t *e = find_entry(repo, name, strlen(name), NULL);
-        ver_t *r = e ? find_ver(e, version) : NULL;
-        if (r != NULL && r->retiring == m) {
-            r->retiring = NULL;
-            set_state(r, NR_MODEL_UNAVAILABLE, "unloaded");
-        }
+        entry_t *e = find_entry(repo, m->name, strlen(m->name), NULL);
+        ver_t *r = e ? find_ver(e, m->version) : NULL;
+        if (r != NULL && r->retiring == m)
+            set_state(r, NR_MODEL_UNAVAILABLE, NR_REASON_UNLOADED);
         pthread_rwlock_unlock(&repo->lock);
-        free(name);
         free_model(m);
         pthread_mutex_lock(&repo->reap_mu);
         repo->outstanding--;
@@ -619,6 +625,14 @@ static void remove_entry(const char *sub, void *arg)
         unlink(sub);
 }
 
+/* Removes and frees a directory of sent files (NULL: nothing). */
+static void drop_tmpdir(char *dir)
+{
+    if (dir != NULL)
+        remove_tree(dir);
+    free(dir);
+}
+
 /* A model that failed before any version existed: record why (unless
  * versions serve) and build the caller's error. */
 static nr_status_t *config_failed(nr_repo_t *repo, const char *name, int64_t stamp,
@@ -629,10 +643,7 @@ static nr_status_t *config_failed(nr_repo_t *repo, const char *name, int64_t sta
     pthread_rwlock_wrlock(&repo->lock);
     entry_t *e = entry_for(repo, name);
     e->failed_stamp = stamp;
-    bool serving = false;
-    for (size_t i = 0; i < e->n; i++)
-        serving |= e->v[i].model != NULL;
-    if (!serving) {
+    if (!serving(e)) {
         free(e->reason);
         e->reason = nr_strdup(reason);
     }
@@ -648,21 +659,17 @@ static nr_status_t *config_failed(nr_repo_t *repo, const char *name, int64_t sta
 
 /* One new version being loaded. */
 typedef struct {
-    nr_model_t *m;
-    ver_t *r;        /* its record (write lock held when touched) */
+    nr_model_t *m;   /* NULL when reused */
     bool reused;     /* the serving version stays (same config, same files) */
-    int64_t stamp;
+    int64_t stamp;   /* its directory's modification time */
 } pending_t;
 
 static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *backend,
                              int64_t version)
 {
     nr_model_t *m = nr_calloc(1, sizeof(*m));
-    void **owner = nr_malloc(2 * sizeof(void *));
-    owner[0] = g;
-    owner[1] = repo;
     atomic_fetch_add(&g->refs, 1);
-    m->owner = owner;
+    m->owner = g;
     m->cfg = g->cfg;
     m->version = version;
     m->backend = backend;
@@ -689,9 +696,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
                                  name);
         st = write_files(p, &tmpdir);
         if (st) {
-            if (tmpdir)
-                remove_tree(tmpdir);
-            free(tmpdir);
+            drop_tmpdir(tmpdir);
             return st;
         }
         dir = nr_strdup(tmpdir);
@@ -709,10 +714,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     int64_t stamp = override ? 0 : stamp_of(dir, 0);
     pthread_rwlock_rdlock(&repo->lock);
     entry_t *e = find_entry(repo, name, strlen(name), NULL);
-    bool serving = false;
-    for (size_t i = 0; e && i < e->n; i++)
-        serving |= e->v[i].model != NULL;
-    bool unchanged = serving && !override && e->stamp == stamp && e->tmpdir == NULL &&
+    bool unchanged = serving(e) && !override && e->stamp == stamp && e->tmpdir == NULL &&
                      !strcmp(e->dir, dir);
     if (polling && e != NULL && e->failed_stamp == stamp)
         unchanged = true; /* failed as it is: logged once, tried again when it changes */
@@ -724,6 +726,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     int64_t *v;
     size_t nv = list_versions(dir, &v);
     gen_t *g = nr_calloc(1, sizeof(*g));
+    g->repo = repo;
     atomic_init(&g->refs, 1);
     const nr_backend_t *backend = NULL;
     st = prepare_config(repo, name, dir, p, v, nv, &g->cfg, &backend);
@@ -735,9 +738,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
         free(v);
         free(dir);
         gen_release(g);
-        if (tmpdir)
-            remove_tree(tmpdir);
-        free(tmpdir);
+        drop_tmpdir(tmpdir);
         if (st != NULL)
             return config_failed(repo, name, stamp, st);
         nr_status_free(config_failed(repo, name, stamp,
@@ -748,21 +749,23 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     /* the records: a serving version with the same config and files stays as
      * it is; the others load beside it (or in its place when it does not serve) */
     pending_t *pv = nr_calloc(nv, sizeof(*pv));
+    for (size_t i = 0; i < nv; i++) { /* file system walks: before the lock */
+        char *vdir = nr_asprintf("%s/%" PRId64, dir, v[i]);
+        pv[i].stamp = stamp_of(vdir, 0);
+        free(vdir);
+    }
     pthread_rwlock_wrlock(&repo->lock);
     e = entry_for(repo, name);
     bool same_cfg = e->cfg_json != NULL && !strcmp(e->cfg_json, g->json) && !override &&
                     e->tmpdir == NULL && e->dir != NULL && !strcmp(e->dir, dir);
     for (size_t i = 0; i < nv; i++) {
-        char *vdir = nr_asprintf("%s/%" PRId64, dir, v[i]);
-        pv[i].stamp = stamp_of(vdir, 0);
-        free(vdir);
-        pv[i].r = ver_for(e, v[i]);
-        pv[i].reused = same_cfg && pv[i].r->model != NULL && pv[i].r->stamp == pv[i].stamp;
+        ver_t *r = ver_for(e, v[i]);
+        pv[i].reused = same_cfg && r->model != NULL && r->stamp == pv[i].stamp;
         if (pv[i].reused)
             continue;
         pv[i].m = new_model(repo, g, backend, v[i]);
-        if (pv[i].r->model == NULL)
-            set_state(pv[i].r, NR_MODEL_LOADING, NULL);
+        if (r->model == NULL)
+            set_state(r, NR_MODEL_LOADING, NULL);
     }
     pthread_rwlock_unlock(&repo->lock);
     /* load, without the lock: the serving versions keep serving */
@@ -807,7 +810,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
             }
             if (r->model == NULL) /* nothing serves it: the failure shows */
                 set_state(r, NR_MODEL_UNAVAILABLE,
-                          m->state == NR_MODEL_READY ? "unloaded" : m->reason);
+                          m->state == NR_MODEL_READY ? NR_REASON_UNLOADED : m->reason);
         }
     } else {
         for (size_t k = 0; k < e->n; k++) { /* versions the new set drops */
@@ -858,9 +861,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     free(dir);
     /* the old versions read their files while loading only (the backend
      * holds what it needs), so the old temporary directory can go */
-    if (tmpdir)
-        remove_tree(tmpdir);
-    free(tmpdir);
+    drop_tmpdir(tmpdir);
     gen_release(g);
     if (failed) {
         NR_LOG_INFO("failed to load '%s'", name);
@@ -1056,9 +1057,7 @@ void nr_repo_destroy(nr_repo_t *repo)
         for (size_t k = 0; k < e->n; k++)
             free(e->v[k].reason);
         free(e->v);
-        if (e->tmpdir)
-            remove_tree(e->tmpdir);
-        free(e->tmpdir);
+        drop_tmpdir(e->tmpdir);
         free(e->reason);
         free(e->name);
         free(e->dir);
@@ -1194,8 +1193,8 @@ bool nr_repo_all_ready(nr_repo_t *repo)
         const entry_t *e = repo->e[i];
         ready = e->reason == NULL;
         for (size_t k = 0; k < e->n && ready; k++) /* unloaded on purpose is fine */
-            ready = e->v[k].state == NR_MODEL_READY || e->v[k].state == NR_MODEL_UNLOADING ||
-                    (e->v[k].reason && !strcmp(e->v[k].reason, "unloaded"));
+            ready = e->v[k].state == NR_MODEL_READY ||
+                    nr_repo_unloaded(e->v[k].state, e->v[k].reason);
     }
     pthread_rwlock_unlock(&repo->lock);
     return ready;

@@ -21,6 +21,7 @@
 #include "model.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 /* --model-control-mode */
 typedef enum { NR_CONTROL_NONE, NR_CONTROL_POLL, NR_CONTROL_EXPLICIT } nr_control_mode_t;
@@ -56,6 +57,15 @@ nr_control_mode_t nr_repo_mode(const nr_repo_t *repo);
  * UNAVAILABLE "... 'm' version N is not at ready state". */
 NR_MUST_CHECK nr_status_t *nr_repo_get(nr_repo_t *repo, const char *name, size_t len,
                                        int64_t version, nr_model_t **out);
+
+/* The reason of a version unloaded on purpose (Triton's); such a version
+ * does not count against readiness and has no metrics series. */
+#define NR_REASON_UNLOADED "unloaded"
+static inline bool nr_repo_unloaded(nr_model_state_t state, const char *reason)
+{
+    return state == NR_MODEL_UNLOADING ||
+           (state == NR_MODEL_UNAVAILABLE && reason != NULL && !strcmp(reason, NR_REASON_UNLOADED));
+}
 
 /* One version record of a model as the repository knows it. */
 typedef struct {

@@ -10,7 +10,6 @@
 #include "../common/log.h"
 #include "instance.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +25,14 @@ typedef struct {
 
 static nr_status_t *read_file(const char *path, char **out, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return nr_status_new(NR_INVALID_ARG, "failed to open text file for read %s: %s", path,
-                             strerror(errno));
     nr_buf_t b;
     nr_buf_init(&b);
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        nr_buf_append(&b, tmp, n);
-    fclose(f);
+    int e = nr_buf_read_file(&b, path, NR_MAX_TENSOR_BYTES);
+    if (e != 0) {
+        nr_buf_free(&b);
+        return nr_status_new(NR_INVALID_ARG, "failed to open text file for read %s: %s", path,
+                             strerror(e));
+    }
     *out = nr_buf_steal(&b, len);
     return NULL;
 }

@@ -68,7 +68,7 @@ static void on_version(const nr_repo_version_t *rv, void *arg)
     /* series exist for serving versions and for versions that failed to load (their
      * failure counters, as Triton); an unloaded or loading version has none */
     if (rv->version < 0 || (m == NULL && (rv->state != NR_MODEL_UNAVAILABLE ||
-                                          (rv->reason && !strcmp(rv->reason, "unloaded")))))
+                                          nr_repo_unloaded(rv->state, rv->reason))))
         return;
     collect_t *c = arg;
     nr_metrics_view_t *v = c->v;
