@@ -107,6 +107,7 @@ static inline double nr_jv_number(const nr_jv_t *v)
 #define NR_TJ_MISSING "attempt to access non-existing object member '%s'"
 #define NR_TJ_STRING "attempt to access JSON non-string as string"
 #define NR_TJ_ARRAY "attempt to access JSON non-array as array"
+#define NR_TJ_OBJECT "attempt to access JSON non-object as object"
 #define NR_TJ_UINT "attempt to access JSON non-unsigned-integer as unsigned-integer"
 #define NR_TJ_INT "attempt to access JSON non-signed-integer as signed-integer"
 #define NR_TJ_BOOL "attempt to access JSON non-boolean as boolean"

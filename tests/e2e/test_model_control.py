@@ -121,6 +121,13 @@ def test_load_errors(server_factory, repo):
     assert unload(srv.port, "simple").status == 200
     # a repository name is refused as before
     assert post(srv.port, "/v2/repository/r/models/simple/load").status == 501
+    for body in ([1, 2], {"parameters": "x"}):  # not objects: refused, nothing loaded
+        r = load(srv.port, "simple", body)
+        assert r.status == 400 and r.json() == {
+            "error": "attempt to access JSON non-object as object"}, r
+    assert model_states(srv.port, "simple") == [(None, None, None)]
+    r = load(srv.port, "simple", {"parameters": {"file:1/model.onnx": "@@@="}})
+    assert r.status == 400 and "failed to decode base64 for load parameter" in r.json()["error"]
     r = load(srv.port, "simple", {"parameters": {"bogus": "x"}})
     assert r.status == 400 and r.json()["error"] == \
         "Unrecognized load parameter 'bogus' with type 'STRING'", r

@@ -383,6 +383,8 @@ static nr_status_t *control_params(control_t *c, const char *body, size_t len)
     if (st != NULL)
         return st;
     const nr_jv_t *params = root->type == NR_JV_OBJECT ? nr_jv_get(root, "parameters") : NULL;
+    if (root->type != NR_JV_OBJECT || (params != NULL && params->type != NR_JV_OBJECT))
+        st = nr_status_new(NR_INVALID_ARG, "%s", NR_TJ_OBJECT); /* TritonJson's text */
     for (size_t i = 0; params && params->type == NR_JV_OBJECT && i < params->n && !st; i++) {
         const nr_jv_member_t *mb = &params->u.members[i];
         const nr_jv_t *v = &mb->val;
