@@ -19,7 +19,7 @@ CFLAGS   ?= -O2 -g
 # appended too, as one from the environment does.
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
             -pthread -MMD -MP -I$(ORT_HOME)/include -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen
-LDLIBS   += -L$(ORT_HOME)/lib -Wl,-rpath,$(ORT_HOME)/lib -lonnxruntime \
+LDLIBS   += -Wl,-rpath,$(ORT_HOME)/lib \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 
 LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/core/*.c src/backends/*.c \
@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
-.PHONY: all setup models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
+.PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
         fuzz-build ci-sanitize
 all: $(BUILD)/bin/nereid
 
@@ -61,9 +61,7 @@ $(GEN_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# Relinked when setup installs another ONNX Runtime (its symbols are versioned).
-ORT_STAMP := $(wildcard $(ORT_HOME)/lib/.wheel)
-$(BUILD)/libnereid.a: $(LIB_OBJ) $(ORT_STAMP)
+$(BUILD)/libnereid.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 
@@ -74,6 +72,13 @@ $(BUILD)/bin/nereid: $(BUILD)/obj/src/main.o $(BUILD)/libnereid.a
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# test_gpu runs against a stand-in for the NVIDIA driver library (tests/unit/fake_libcuda.c),
+# built without sanitizers: it only answers the five calls GPU discovery makes.
+$(BUILD)/tests/fake_cuda/libcuda.so.1: tests/unit/fake_libcuda.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 $< -o $@
+$(BUILD)/tests/test_gpu: | $(BUILD)/tests/fake_cuda/libcuda.so.1
 
 $(BUILD)/obj/tests/fuzz/%.o: override CFLAGS += -DNR_SRC_ROOT=\"$(CURDIR)\"
 $(BUILD)/obj/tests/fuzz/replay_%.o: tests/fuzz/replay_main.c | $(GEN_H)
@@ -93,6 +98,14 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/libnereid.a
 # Installs what is missing (Debian packages, ONNX Runtime, the Python venv); idempotent.
 setup:
 	@ORT_HOME="$(ORT_HOME)" VENV="$(VENV)" scripts/setup.sh
+
+# The onnxruntime-gpu build of ONNX Runtime (CUDA 13, TensorRT 10) as a backend directory, for
+# `nereid --backend-directory=$(GPU_BACKENDS)` on a GPU machine; the e2e tests check its CUDA and
+# TensorRT error paths on a machine without one (docs/optimization.md, "GPUs").
+GPU_ORT_WHEEL ?= onnxruntime-gpu==1.31.1
+GPU_BACKENDS  ?= $(CURDIR)/.deps/backends-gpu
+gpu-backend: setup
+	@VENV="$(VENV)" scripts/ort_libs.sh $(GPU_ORT_WHEEL) $(GPU_BACKENDS)/onnxruntime
 
 models: setup
 	$(PY) examples/gen_models.py examples/model_repository
@@ -114,11 +127,13 @@ unit: $(UNIT_BIN) $(REPLAY_BIN) models
 	echo "unit: $$pass passed, $$fail failed"; test $$fail -eq 0
 
 e2e: all models
-	NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid $(PY) -m pytest -q tests/e2e
+	NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid NEREID_GPU_BACKENDS=$(GPU_BACKENDS) \
+	    $(PY) -m pytest -q tests/e2e
 
 test: setup
 	$(MAKE) all
 	$(MAKE) models
+	$(MAKE) gpu-backend
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) ci-sanitize
@@ -219,7 +234,7 @@ clean:
 
 $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< -o $@ -L$(ORT_HOME)/lib -lonnxruntime $(LDLIBS)
 
 # The JSON infer request parser alone (bench/infer_parse.c; run by hand)
 $(BUILD)/bin/bench-infer-parse: bench/infer_parse.c $(BUILD)/libnereid.a

@@ -3,7 +3,7 @@ direct ONNX Runtime baseline. Benchmarks print figures; they assert nothing."""
 import http.client, json, os, re, resource, signal, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NEREID = os.path.join(ROOT, "build/bin/nereid")
+NEREID = os.environ.get("NEREID_BIN") or os.path.join(ROOT, "build/bin/nereid")
 ORT_DIRECT = os.path.join(ROOT, "build/bin/bench-ort-direct")
 REPO = os.path.join(ROOT, "examples/model_repository")
 PA = os.path.join(ROOT, "scripts/perf_analyzer")

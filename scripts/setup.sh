@@ -111,34 +111,7 @@ fi
 
 # The library: ONNX Runtime as the onnxruntime-openvino wheel builds it (its CPU provider runs as
 # fast as the onnxruntime wheel's here, and it adds the OpenVINO provider: docs/optimization.md,
-# "Execution accelerators"). The wheel is downloaded with this machine's pip configuration, not
-# installed (its Python module would replace the venv's onnxruntime); its capi/ libraries go to
-# $ORT_HOME/lib as they are (they find each other through RUNPATH $ORIGIN).
+# "Execution accelerators"), installed by scripts/ort_libs.sh into $ORT_HOME/lib, where nereid
+# finds it by default (its RUNPATH).
 ORT_WHEEL=${ORT_WHEEL:-onnxruntime-openvino==1.24.1}
-stamp="$ORT_HOME/lib/.wheel"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$ORT_WHEEL" ] || [ ! -e "$ORT_HOME/lib/libonnxruntime.so" ]; then
-    say "installing the ONNX Runtime libraries of $ORT_WHEEL into $ORT_HOME/lib"
-    wtmp=$(mktemp -d)
-    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$wtmp" "$ORT_WHEEL" ||
-        die "pip download $ORT_WHEEL failed"
-    rm -rf "$ORT_HOME/lib.new"
-    mkdir -p "$ORT_HOME/lib.new"
-    "$VENV/bin/python" - "$wtmp" "$ORT_HOME/lib.new" <<'PY' || die "unpacking $ORT_WHEEL failed"
-import glob, os, sys, zipfile
-src, dst = sys.argv[1], sys.argv[2]
-wheel = glob.glob(os.path.join(src, "*.whl"))[0]
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        base = os.path.basename(name)
-        if name.startswith("onnxruntime/capi/") and ".so" in base and "pybind11" not in base:
-            with z.open(name) as f, open(os.path.join(dst, base), "wb") as out:
-                out.write(f.read())
-PY
-    lib_name=$(cd "$ORT_HOME/lib.new" && ls libonnxruntime.so.1.* 2>/dev/null | head -n 1)
-    [ -n "$lib_name" ] || die "no libonnxruntime.so.1.* in $ORT_WHEEL"
-    ln -sfn "$lib_name" "$ORT_HOME/lib.new/libonnxruntime.so.1"
-    ln -sfn libonnxruntime.so.1 "$ORT_HOME/lib.new/libonnxruntime.so"
-    echo "$ORT_WHEEL" > "$ORT_HOME/lib.new/.wheel"
-    rm -rf "$ORT_HOME/lib" "$wtmp"
-    mv "$ORT_HOME/lib.new" "$ORT_HOME/lib"
-fi
+VENV="$VENV" "$ROOT/scripts/ort_libs.sh" "$ORT_WHEEL" "$ORT_HOME/lib"

@@ -2,6 +2,7 @@
  * the status tables, start the HTTP frontend once every model finished
  * loading, then wait for SIGINT/SIGTERM and drain in-flight requests.
  */
+#include "backends/backend.h"
 #include "common/alloc.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -123,6 +124,9 @@ static const char usage_text[] =
     "                                   Settings numa-node=<id>, cpu-cores=<list> (0-3,8-11) for\n"
     "                                   the instances of that policy (instance_group host_policy;\n"
     "                                   default names cpu, gpu_<id>, model); repeatable\n"
+    "  --backend-directory=<dir>        Use <dir>/onnxruntime/libonnxruntime.so when there, e.g.\n"
+    "                                   the onnxruntime-gpu build (default: the one make setup\n"
+    "                                   installed; docs/optimization.md)\n"
     "  --help                           This text\n";
 
 static void usage_exit(int code)
@@ -345,7 +349,11 @@ static void set_option(opts_t *o, const char *name, const char *v)
         o->load_models[o->n_load_models++] = v;
         return;
     }
-    if (!strcmp(name, "backend-directory") || !strcmp(name, "cache-directory")) {
+    if (!strcmp(name, "backend-directory")) {
+        nr_backend_set_directory(v);
+        return;
+    }
+    if (!strcmp(name, "cache-directory")) {
         NR_LOG_WARN("--%s is accepted for compatibility and ignored", name);
         return;
     }

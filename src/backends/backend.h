@@ -66,5 +66,10 @@ typedef struct nr_backend_s {
 
 /* registry.c: the static list of backends. */
 const nr_backend_t *nr_backend_find(const char *name);
+/* --backend-directory: where backends look for their libraries (<dir>/<backend>/...), as in
+ * Triton. Set once at start, before any model loads (the string must outlive the server);
+ * NULL when not given. */
+void nr_backend_set_directory(const char *dir);
+const char *nr_backend_directory(void);
 
 #endif

@@ -1,5 +1,5 @@
-/* registry.c - the static list of backends, like nginx's ngx_modules[]. Immutable;
- * safe from any thread. Names only: the core maps a platform (onnxruntime_onnx) to its
+/* registry.c - the static list of backends, like nginx's ngx_modules[], and the backend
+ * directory. Immutable once the server starts; safe from any thread. Names only: the core maps a platform (onnxruntime_onnx) to its
  * backend name before asking here. */
 #include "backend.h"
 
@@ -21,3 +21,8 @@ const nr_backend_t *nr_backend_find(const char *name)
             return backends[i];
     return NULL;
 }
+
+static const char *g_directory;
+
+void nr_backend_set_directory(const char *dir) { g_directory = dir; }
+const char *nr_backend_directory(void) { return g_directory; }

@@ -13,6 +13,7 @@
  * polls run one at a time (control_mu).
  */
 #include "repository.h"
+#include "gpu.h"
 
 #include "../common/alloc.h"
 #include "../common/log.h"
@@ -389,8 +390,10 @@ static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, cons
             return st;
         nr_cfg_normalize(cfg);
     }
-    nr_cfg_fill_instance_groups(cfg, 2, 0);
+    nr_cfg_fill_instance_groups(cfg, 2, nr_gpu_count());
     st = nr_cfg_validate(cfg, name);
+    if (st == NULL)
+        st = nr_gpu_check_config(cfg);
     if (st == NULL && strcmp(cfg->name, name) != 0)
         st = nr_status_new(NR_INVALID_ARG,
                            "unexpected directory name '%s' for model '%s', directory name must "

@@ -4,6 +4,7 @@ setup.sh installs the onnxruntime-openvino build of ONNX Runtime), with the same
 CPU provider; its parameters are passed to the provider and an unknown one, or an unknown
 accelerator, makes that model UNAVAILABLE with a message naming it while the others load."""
 import json
+import re
 import os
 import shutil
 from pathlib import Path
@@ -100,3 +101,30 @@ def test_bad_accelerators_fail_their_model_only(server_factory, tmp_path):
         idx["badparam"]["reason"], idx["badparam"]
     assert "unknown Execution Accelerator 'fastcpu' is requested" in idx["badname"]["reason"], \
         idx["badname"]
+
+
+def check_simple_runs(port):
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    r = infer_simple(httpclient.InferenceServerClient(f"127.0.0.1:{port}"), a, a)
+    assert np.array_equal(r.as_numpy("OUTPUT0"), 2 * a)
+
+
+def test_backend_directory_without_or_with_a_broken_library(server_factory, tmp_path):
+    """A --backend-directory with no onnxruntime/libonnxruntime.so: the default library; one
+    whose library is no ONNX Runtime: every ONNX model fails with dlopen's reason."""
+    repo = tmp_path / "repo"
+    models.write_model(repo, "simple")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    srv = server_factory([repo], [f"--backend-directory={empty}"], name="empty")
+    assert re.search(r"loaded ONNX Runtime \S+ at \S+", srv.log)
+    check_simple_runs(srv.port)
+    srv.stop()
+    bad = tmp_path / "bad" / "onnxruntime"
+    bad.mkdir(parents=True)
+    (bad / "libonnxruntime.so").write_text("not a library\n" * 16)
+    srv = server_factory([repo], ["--exit-on-error=false", f"--backend-directory={bad.parent}"],
+                         name="bad")
+    assert index(srv.port)["simple"]["reason"] == (
+        f"Internal: unable to load the ONNX Runtime library: {bad}/libonnxruntime.so: invalid "
+        f"ELF header")

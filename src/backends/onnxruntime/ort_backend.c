@@ -5,8 +5,15 @@
  * keeps the config alive until model_unload) and owns its resolved path and tensor
  * tables. Each instance owns one OrtSession, its run options and its scratch buffers.
  *
- * Threads: the OrtEnv, OrtApi pointer, CPU OrtMemoryInfo and provider list are created
- * once (pthread_once) and never change or get freed; they are the only globals. Load,
+ * The library: ONNX Runtime is opened with dlopen on first use (it exports one entry point,
+ * OrtGetApiBase; everything else goes through the OrtApi table), so one nereid binary runs
+ * with any build of it: <backend-directory>/onnxruntime/libonnxruntime.so when
+ * --backend-directory names a folder holding one (Triton keeps its ONNX Runtime there too),
+ * else the one `make setup` installed (found through the binary's RUNPATH or
+ * LD_LIBRARY_PATH). It is never closed.
+ *
+ * Threads: the library handle, OrtEnv, OrtApi pointer, CPU OrtMemoryInfo and provider list
+ * are created once (pthread_once) and never change or get freed; they are the only globals. Load,
  * instance create/destroy and unload run on the loading thread; the model state is
  * read-only after load, so instances of one model may execute concurrently.
  */
@@ -15,22 +22,27 @@
 #include "../../common/alloc.h"
 #include "../../common/log.h"
 
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- process-wide state: written once inside pthread_once, read-only afterwards ---- */
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static char g_library[PATH_MAX + 64]; /* "ONNX Runtime <version> at <path>" once loaded */
 static const OrtApi *g_api;
 static OrtEnv *g_env;
 static OrtMemoryInfo *g_cpu_info;
 static char **g_providers;
 static int g_n_providers;
-static char g_init_error[512]; /* non-empty if initialisation failed */
+static char g_init_error[PATH_MAX + 640]; /* non-empty if initialisation failed */
 
 /* ORT's own log lines (warning and above) go to nereid's log. */
 static void ort_log(void *param, OrtLoggingLevel severity, const char *category,
@@ -53,14 +65,52 @@ static void init_fail(OrtStatus *st, const char *what)
         g_api->ReleaseStatus(st);
 }
 
+/* Opens the library (see the top of the file) and finds OrtGetApiBase; NULL and
+ * g_init_error set when that fails. */
+static const OrtApiBase *open_library(void)
+{
+    char path[PATH_MAX];
+    const char *dir = nr_backend_directory(), *name = "libonnxruntime.so.1";
+    if (dir && snprintf(path, sizeof(path), "%s/onnxruntime/libonnxruntime.so", dir) <
+                   (int)sizeof(path) && access(path, F_OK) == 0)
+        name = path;
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL && name != path)
+        h = dlopen("libonnxruntime.so", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        snprintf(g_init_error, sizeof(g_init_error),
+                 "unable to load the ONNX Runtime library: %s", dlerror());
+        return NULL;
+    }
+    const OrtApiBase *(*get_base)(void);
+    void *sym = dlsym(h, "OrtGetApiBase");
+    memcpy(&get_base, &sym, sizeof(get_base)); /* object -> function pointer, as POSIX allows */
+    struct link_map *lm = NULL;
+    (void)dlinfo(h, RTLD_DI_LINKMAP, &lm);
+    const char *where = lm && lm->l_name[0] ? lm->l_name : name;
+    const OrtApiBase *base = get_base ? get_base() : NULL;
+    if (base == NULL) {
+        snprintf(g_init_error, sizeof(g_init_error),
+                 "%s is no ONNX Runtime library: it has no OrtGetApiBase", where);
+        return NULL;
+    }
+    snprintf(g_library, sizeof(g_library), "ONNX Runtime %s at %s", base->GetVersionString(),
+             where);
+    NR_LOG_INFO("loaded %s", g_library);
+    return base;
+}
+
 static void init_once(void)
 {
-    const OrtApiBase *base = OrtGetApiBase();
-    g_api = base ? base->GetApi(ORT_API_VERSION) : NULL;
+    const OrtApiBase *base = open_library();
+    if (base == NULL)
+        return;
+    g_api = base->GetApi(ORT_API_VERSION);
     if (g_api == NULL) {
         snprintf(g_init_error, sizeof(g_init_error),
-                 "the ONNX Runtime library (%s) does not provide API version %d",
-                 base ? base->GetVersionString() : "?", ORT_API_VERSION);
+                 "the ONNX Runtime library loaded, %s, does not provide API version %d "
+                 "(ONNX Runtime 1.%d or later does)",
+                 g_library, ORT_API_VERSION, ORT_API_VERSION);
         return;
     }
     OrtStatus *st = g_api->CreateEnvWithCustomLogger(ort_log, NULL, ORT_LOGGING_LEVEL_WARNING,
@@ -100,10 +150,7 @@ nr_status_t *nr__ort_status(OrtStatus *st)
 
 const char *nr__ort_library_version(void)
 {
-    static char v[96];
-    const OrtApiBase *base = OrtGetApiBase();
-    snprintf(v, sizeof(v), "ONNX Runtime %s", base ? base->GetVersionString() : "?");
-    return v;
+    return g_library[0] ? g_library : "ONNX Runtime (not loaded)";
 }
 
 bool nr__ort_has_provider(const char *provider)

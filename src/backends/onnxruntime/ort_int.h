@@ -45,7 +45,7 @@ const OrtMemoryInfo *nr__ort_cpu_info(void);
 NR_MUST_CHECK nr_status_t *nr__ort_status(OrtStatus *st);
 /* true if `provider` (e.g. "OpenVINOExecutionProvider") is in this ORT build. */
 bool nr__ort_has_provider(const char *provider);
-/* "ONNX Runtime <version>" of the library loaded, for messages. */
+/* "ONNX Runtime <version> at <path>": the library loaded, for messages. */
 const char *nr__ort_library_version(void);
 uint64_t nr__ort_now_ns(void);
 

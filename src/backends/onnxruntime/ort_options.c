@@ -128,6 +128,40 @@ static nr_status_t *unknown_accelerator(const char *name)
     return nr_status_new(NR_INVALID_ARG, "unknown Execution Accelerator '%s' is requested", name);
 }
 
+/* A provider the library loaded lacks: what asked for it, the library, the build that has it. */
+#define GPU_BUILD "onnxruntime-gpu", "make gpu-backend, then --backend-directory=.deps/backends-gpu"
+static nr_status_t *no_provider(const char *what, const char *provider, const char *build,
+                                const char *how)
+{
+    return nr_status_new(NR_INVALID_ARG,
+                         "%s is requested, but the ONNX Runtime library loaded (%s) has no %s "
+                         "provider; the %s build has it (%s)",
+                         what, nr__ort_library_version(), provider, build, how);
+}
+
+/* A GPU provider that ONNX Runtime has but cannot set up (its libraries, the driver, an
+ * option it refuses): ORT's text without its source location, after what failed. */
+static nr_status_t *provider_failed(const char *provider, int device_id, OrtStatus *ost)
+{
+    nr_status_t *st = nr__ort_status(ost);
+    if (st == NULL)
+        return NULL;
+    const char *m = st->msg, *p = strstr(m, "[ONNXRuntimeError] : ");
+    if (p) /* "... [ONNXRuntimeError] : 1 : FAIL : <text>" */
+        for (int colons = 0; *p && colons < 3; p++)
+            colons += *p == ':';
+    if (p == NULL)
+        p = m;
+    p += *p == ' ';
+    int len = (int)strlen(p);
+    while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == ' '))
+        len--; /* ORT's texts may end in a newline, which would break the model table */
+    nr_status_t *out = nr_status_new(NR_INTERNAL, "the %s provider of %s failed for GPU %d: %.*s",
+                                     provider, nr__ort_library_version(), device_id, len, p);
+    nr_status_free(st);
+    return out;
+}
+
 /* The OpenVINO provider options ONNX Runtime 1.24 takes (its provider_options keys). */
 static const char *const openvino_keys[] = {
     "device_type", "precision", "num_of_threads", "num_streams", "cache_dir", "load_config",
@@ -147,11 +181,8 @@ static nr_status_t *parse_cpu_accelerators(const nr_model_config_t *cfg, nr__ort
         if (strcmp(name, "openvino") != 0)
             return unknown_accelerator(name);
         if (!nr__ort_has_provider("OpenVINOExecutionProvider"))
-            return nr_status_new(NR_INVALID_ARG,
-                                 "Execution Accelerator 'openvino' is requested, but the ONNX "
-                                 "Runtime library loaded (%s) has no OpenVINO provider; the "
-                                 "onnxruntime-openvino build has it (scripts/setup.sh installs it)",
-                                 nr__ort_library_version());
+            return no_provider("Execution Accelerator 'openvino'", "OpenVINO",
+                               "onnxruntime-openvino", "scripts/setup.sh installs it");
         for (size_t k = 0; k < ea->n_parameters; k++) {
             bool known = false;
             for (size_t j = 0; j < sizeof(openvino_keys) / sizeof(openvino_keys[0]); j++)
@@ -307,17 +338,18 @@ static nr_status_t *append_tensorrt(OrtSessionOptions *so, const nr_cfg_accelera
     }
     OrtTensorRTProviderOptionsV2 *trt = NULL;
     if (!st && !nr__ort_has_provider("TensorrtExecutionProvider"))
-        st = unknown_accelerator(ea->name);
-    if (!st)
-        st = nr__ort_status(api->CreateTensorRTProviderOptions(&trt));
+        st = no_provider("Execution Accelerator 'tensorrt'", "TensorRT", GPU_BUILD);
     if (!st) {
         snprintf(dev, sizeof(dev), "%d", device_id); /* the EP runs on the instance's GPU */
         keys[n] = "device_id";
         vals[n++] = dev;
-        st = nr__ort_status(api->UpdateTensorRTProviderOptions(trt, keys, vals, n));
+        OrtStatus *o = api->CreateTensorRTProviderOptions(&trt);
+        if (!o)
+            o = api->UpdateTensorRTProviderOptions(trt, keys, vals, n);
+        if (!o)
+            o = api->SessionOptionsAppendExecutionProvider_TensorRT_V2(so, trt);
+        st = provider_failed("TensorRT", device_id, o);
     }
-    if (!st)
-        st = nr__ort_status(api->SessionOptionsAppendExecutionProvider_TensorRT_V2(so, trt));
     if (trt)
         api->ReleaseTensorRTProviderOptions(trt);
     free(keys);
@@ -404,13 +436,17 @@ static nr_status_t *append_cuda(OrtSessionOptions *so, const nr_model_config_t *
     kv_set(l, "device_id", dev);
     kv_set(l, "has_user_compute_stream", "0");
     nr_status_t *st = legacy_cuda_params(cfg, l);
+    if (!st && !nr__ort_has_provider("CUDAExecutionProvider"))
+        st = no_provider("A KIND_GPU instance", "CUDA", GPU_BUILD);
     OrtCUDAProviderOptionsV2 *cuda = NULL;
-    if (!st)
-        st = nr__ort_status(api->CreateCUDAProviderOptions(&cuda));
-    if (!st)
-        st = nr__ort_status(api->UpdateCUDAProviderOptions(cuda, l->keys, l->vals, l->n));
-    if (!st)
-        st = nr__ort_status(api->SessionOptionsAppendExecutionProvider_CUDA_V2(so, cuda));
+    if (!st) {
+        OrtStatus *o = api->CreateCUDAProviderOptions(&cuda);
+        if (!o)
+            o = api->UpdateCUDAProviderOptions(cuda, l->keys, l->vals, l->n);
+        if (!o)
+            o = api->SessionOptionsAppendExecutionProvider_CUDA_V2(so, cuda);
+        st = provider_failed("CUDA", device_id, o);
+    }
     if (cuda)
         api->ReleaseCUDAProviderOptions(cuda);
     return st;
