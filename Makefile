@@ -41,7 +41,13 @@ REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
         fuzz-build ci-sanitize
-all: $(BUILD)/bin/nereid
+all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf
+
+# nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links only nereid's common code.
+PERF_SRC := $(wildcard src/tools/perf/*.c)
+$(BUILD)/bin/nereid-perf: $(PERF_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -lm -pthread
 
 # Keep the test objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY:
@@ -79,6 +85,11 @@ $(BUILD)/tests/fake_cuda/libcuda.so.1: tests/unit/fake_libcuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 $< -o $@
 $(BUILD)/tests/test_gpu: | $(BUILD)/tests/fake_cuda/libcuda.so.1
+# nereid-perf's histogram is tested on its own (the tool's objects are not in libnereid.a)
+$(BUILD)/tests/test_perf_hist: $(BUILD)/obj/tests/unit/test_perf_hist.o \
+                              $(BUILD)/obj/src/tools/perf/perf_hist.o $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -lm -pthread
 
 $(BUILD)/obj/tests/fuzz/%.o: override CFLAGS += -DNR_SRC_ROOT=\"$(CURDIR)\"
 $(BUILD)/obj/tests/fuzz/replay_%.o: tests/fuzz/replay_main.c | $(GEN_H)
@@ -160,7 +171,7 @@ ASAN_E2E_CI ?= tests/e2e
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
                tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py \
                tests/e2e/test_grpc.py \
-               tests/e2e/test_metrics.py tests/e2e/test_model_control.py
+               tests/e2e/test_metrics.py tests/e2e/test_model_control.py tests/e2e/test_perf.py
 E2E_ARGS    ?=
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
@@ -226,6 +237,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/warmup.py
 	$(PY) bench/host_policy.py
 	$(PY) bench/accelerators.py
+	$(PY) bench/perf_tools.py
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,200 @@
+/* perf.h - nereid-perf, perf_analyzer's drop-in (issue #19): what its files share.
+ *
+ *   perf_main.c     flags (perf_analyzer's names, defaults and checks), the sweep, exit codes
+ *   perf_client.c   a blocking HTTP/1.1 client (keep-alive), the server and model queries,
+ *                   the infer request body (binary tensors)
+ *   perf_load.c     the load (one thread per concurrency slot), windows, stability
+ *   perf_hist.c     the latency histogram (log-linear, 3 significant digits, no sample cap)
+ *   perf_report.c   perf_analyzer's console blocks, summary and CSV
+ *
+ * Data flows one way: options -> model -> load -> windows -> report. Each worker owns its
+ * connection and its window accumulator (a mutex the main thread takes only to swap it out at
+ * a window boundary), so memory and work per request are constant whatever the rate.
+ */
+#ifndef NR_PERF_H
+#define NR_PERF_H
+
+#include "../../common/buf.h"
+#include "../../common/status.h"
+
+#include <pthread.h>
+#include <sys/socket.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* perf_analyzer's exit codes */
+#define PERF_EXIT_OK 0
+#define PERF_EXIT_UNSTABLE 2
+#define PERF_EXIT_NO_REQUESTS 3
+#define PERF_EXIT_ERROR 99
+
+typedef struct {
+    char *name;
+    int64_t *dims;
+    size_t n_dims;
+} perf_shape_t;
+
+typedef struct {
+    char *name, *value; /* -H Name:Value */
+} perf_header_t;
+
+typedef struct {
+    const char *model, *version, *url, *protocol, *csv, *input_data;
+    int batch;
+    uint64_t conc_start, conc_end, conc_step;
+    bool conc_given;
+    uint64_t interval_ms;
+    bool count_windows;
+    uint64_t request_count; /* --measurement-request-count */
+    double stability;       /* fraction: 0.10 */
+    int max_trials;
+    uint64_t latency_limit_ms;
+    int percentile; /* -1: average */
+    bool async, verbose_csv, verbose;
+    uint64_t warmup;
+    int string_length;
+    perf_shape_t *shapes;
+    size_t n_shapes;
+    perf_header_t *headers;
+    size_t n_headers;
+} perf_opts_t;
+
+/* ---- perf_client.c ---- */
+
+typedef struct {
+    char host[256];
+    int port;
+    struct sockaddr_storage addr; /* resolved once, at perf_conn_init */
+    socklen_t addr_len;
+    int fd;
+    nr_buf_t in; /* bytes read, not yet consumed */
+    size_t used; /* bytes of `in` the last response took */
+} perf_conn_t;
+
+typedef struct {
+    int status;
+    const char *body; /* into conn->in, valid until the next exchange */
+    size_t body_len;
+    uint64_t send_ns, recv_ns; /* writing the request; reading the response after its first byte */
+} perf_resp_t;
+
+/* "host:port" (default port 8000) into c; no connection yet. */
+NR_MUST_CHECK nr_status_t *perf_conn_init(perf_conn_t *c, const char *url);
+void perf_conn_close(perf_conn_t *c);
+/* One exchange; reconnects when the connection was closed. Errors name curl's texts where
+ * perf_analyzer shows them ("HTTP client failed: Couldn't connect to server"). */
+NR_MUST_CHECK nr_status_t *perf_exchange(perf_conn_t *c, const char *method, const char *path,
+                                         const nr_buf_t *head, const void *body, size_t len,
+                                         perf_resp_t *r);
+/* A failed response's text: the server's {"error": ...}, else "HTTP <status>: <body>". */
+char *perf_error_text(const perf_resp_t *r);
+/* GET path as JSON; the server's {"error": ...} becomes the status text. Caller frees *text. */
+NR_MUST_CHECK nr_status_t *perf_get_json(perf_conn_t *c, const char *path, char **text,
+                                         size_t *len);
+
+typedef struct {
+    char *name, *datatype;
+    int64_t *shape; /* the request's shape, batch dimension included when batching */
+    size_t n_shape;
+    size_t bytes;
+} perf_input_t;
+
+typedef struct {
+    char *version;     /* as asked (-x) or "" */
+    int max_batch_size;
+    bool has_stats;    /* server metadata lists "statistics" */
+    perf_input_t *inputs;
+    size_t n_inputs;
+    char **outputs;
+    size_t n_outputs;
+    nr_buf_t request;  /* the whole infer request: headers and body */
+    char *path;        /* /v2/models/<m>[/versions/<v>]/infer */
+} perf_model_t;
+
+/* Reads the server and model metadata and config, checks -b against max_batch_size, applies
+ * --shape, and builds the one request every worker sends. */
+NR_MUST_CHECK nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m);
+void perf_model_free(perf_model_t *m);
+
+typedef struct {
+    uint64_t inference_count, execution_count, success_count, success_ns;
+    uint64_t queue_count, queue_ns, input_count, input_ns, infer_count, infer_ns;
+    uint64_t output_count, output_ns;
+} perf_server_stats_t;
+
+NR_MUST_CHECK nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o,
+                                             perf_server_stats_t *s);
+/* a += b, and d = now - prev, field by field (every field is a uint64_t counter). */
+void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b);
+void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
+                     const perf_server_stats_t *prev);
+
+/* ---- perf_hist.c ---- */
+
+#define PERF_HIST_SUB 1024 /* sub-buckets per power of two: 3 significant digits */
+#define PERF_HIST_BUCKETS (2 * PERF_HIST_SUB + 53 * PERF_HIST_SUB)
+
+typedef struct {
+    uint64_t count;
+    uint64_t min, max;
+    double sum, sumsq; /* ns, ns^2 */
+    uint32_t *counts;  /* PERF_HIST_BUCKETS, allocated on first record */
+} perf_hist_t;
+
+void perf_hist_record(perf_hist_t *h, uint64_t ns);
+void perf_hist_merge(perf_hist_t *into, const perf_hist_t *from);
+/* The value of rank (size_t)(p/100*(n-1)+0.5) in sorted order (perf_analyzer's index), as the
+ * middle of its bucket: within 0.05 % of the recorded value. */
+uint64_t perf_hist_percentile(const perf_hist_t *h, double p);
+double perf_hist_mean(const perf_hist_t *h);
+double perf_hist_stddev(const perf_hist_t *h); /* sample (n-1) */
+void perf_hist_reset(perf_hist_t *h);
+void perf_hist_free(perf_hist_t *h);
+
+/* ---- perf_load.c ---- */
+
+/* What one window (or the merge of three) measured. */
+typedef struct {
+    uint64_t start_ns, end_ns;
+    uint64_t count, errors;
+    perf_hist_t lat;
+    uint64_t send_ns, recv_ns; /* sums over count */
+    double busy_ns;            /* workers' time inside requests, for the client overhead */
+    perf_server_stats_t server; /* delta over the window */
+    bool have_server;
+    char *error; /* the first failed request's message */
+} perf_window_t;
+
+typedef struct perf_load_s perf_load_t;
+
+/* Starts `conc` workers sending m->request back to back over their own connection. */
+NR_MUST_CHECK nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m,
+                                           uint64_t conc, perf_load_t **out);
+/* Ends the current window now: its measurements move into *w (which the caller frees with
+ * perf_window_free) and the next window starts. */
+void perf_load_cut(perf_load_t *l, perf_window_t *w);
+/* Requests completed in the current window so far. */
+uint64_t perf_load_pending_count(perf_load_t *l);
+void perf_load_stop(perf_load_t *l);
+void perf_window_merge(perf_window_t *into, const perf_window_t *from);
+void perf_window_free(perf_window_t *w);
+
+uint64_t perf_now_ns(void);
+
+/* ---- perf_report.c ---- */
+
+typedef struct {
+    uint64_t value; /* concurrency */
+    perf_window_t merged;
+} perf_step_t;
+
+void perf_print_settings(const perf_opts_t *o);
+void perf_print_step(const perf_opts_t *o, const perf_step_t *s);
+void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n);
+NR_MUST_CHECK nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps,
+                                          size_t n);
+/* The stabilizing latency of a window in ns: p<P> with --percentile, else the mean. */
+uint64_t perf_stab_latency(const perf_opts_t *o, const perf_window_t *w);
+
+#endif

@@ -1,0 +1,169 @@
+/* perf_load.c - the closed-loop load of concurrency mode (perf.h): one thread per slot, each
+ * with its own keep-alive connection, sending the model's request again as soon as the last
+ * answer arrived, so exactly N requests are in flight. Each worker adds what it measured to its
+ * own accumulator under its own mutex; the main thread takes every mutex once per window to
+ * move the accumulators out (perf_load_cut), so a request belongs to the window in which it
+ * ended, and nothing per request is kept.
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    pthread_t tid;
+    pthread_mutex_t mu;
+    perf_conn_t conn;
+    perf_window_t acc; /* the current window's share of this worker */
+    perf_load_t *load;
+} worker_t;
+
+struct perf_load_s {
+    const perf_model_t *model;
+    atomic_bool stop;
+    uint64_t win_start;
+    worker_t *w;
+    size_t n;
+};
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    const perf_model_t *m = w->load->model;
+    while (!atomic_load_explicit(&w->load->stop, memory_order_relaxed)) {
+        perf_resp_t r;
+        uint64_t t0 = perf_now_ns();
+        nr_status_t *st = perf_exchange(&w->conn, "POST", m->path, &m->request, NULL, 0, &r);
+        uint64_t t1 = perf_now_ns();
+        char *err = NULL;
+        if (st)
+            err = nr_strdup(st->msg);
+        else if (r.status != 200)
+            err = perf_error_text(&r);
+        nr_status_free(st);
+        pthread_mutex_lock(&w->mu);
+        if (err) {
+            w->acc.errors++;
+            if (w->acc.error == NULL)
+                w->acc.error = err;
+            else
+                free(err);
+        } else {
+            w->acc.count++;
+            perf_hist_record(&w->acc.lat, t1 - t0);
+            w->acc.send_ns += r.send_ns;
+            w->acc.recv_ns += r.recv_ns;
+            w->acc.busy_ns += (double)(t1 - t0);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (err) /* do not spin on a server that refuses: one try per millisecond at most */
+            usleep(1000);
+    }
+    return NULL;
+}
+
+nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64_t conc,
+                             perf_load_t **out)
+{
+    perf_load_t *l = nr_calloc(1, sizeof(*l));
+    l->model = m;
+    atomic_init(&l->stop, false);
+    l->w = nr_calloc(conc, sizeof(worker_t));
+    l->win_start = perf_now_ns();
+    nr_status_t *st = NULL;
+    for (size_t i = 0; i < conc && !st; i++) {
+        worker_t *w = &l->w[i];
+        w->load = l;
+        pthread_mutex_init(&w->mu, NULL);
+        st = perf_conn_init(&w->conn, o->url);
+        if (st == NULL && pthread_create(&w->tid, NULL, worker_main, w) != 0)
+            st = nr_status_new(NR_INTERNAL, "cannot start a load thread");
+        if (st) {
+            perf_conn_close(&w->conn);
+            pthread_mutex_destroy(&w->mu);
+            break;
+        }
+        l->n++;
+    }
+    if (st) {
+        perf_load_stop(l);
+        return st;
+    }
+    *out = l;
+    return NULL;
+}
+
+void perf_window_merge(perf_window_t *into, const perf_window_t *from)
+{
+    if (into->start_ns == 0 || (from->start_ns && from->start_ns < into->start_ns))
+        into->start_ns = from->start_ns;
+    if (from->end_ns > into->end_ns)
+        into->end_ns = from->end_ns;
+    into->count += from->count;
+    into->errors += from->errors;
+    perf_hist_merge(&into->lat, &from->lat);
+    into->send_ns += from->send_ns;
+    into->recv_ns += from->recv_ns;
+    into->busy_ns += from->busy_ns;
+    if (from->have_server) {
+        perf_stats_add(&into->server, &from->server);
+        into->have_server = true;
+    }
+    if (into->error == NULL && from->error)
+        into->error = nr_strdup(from->error);
+}
+
+void perf_window_free(perf_window_t *w)
+{
+    perf_hist_free(&w->lat);
+    free(w->error);
+    memset(w, 0, sizeof(*w));
+}
+
+void perf_load_cut(perf_load_t *l, perf_window_t *w)
+{
+    uint64_t now = perf_now_ns();
+    memset(w, 0, sizeof(*w));
+    for (size_t i = 0; i < l->n; i++) {
+        worker_t *k = &l->w[i];
+        pthread_mutex_lock(&k->mu);
+        perf_window_merge(w, &k->acc);
+        perf_hist_reset(&k->acc.lat);
+        perf_hist_t keep = k->acc.lat;
+        free(k->acc.error);
+        memset(&k->acc, 0, sizeof(k->acc));
+        k->acc.lat = keep;
+        pthread_mutex_unlock(&k->mu);
+    }
+    w->start_ns = l->win_start;
+    w->end_ns = now;
+    l->win_start = now;
+}
+
+uint64_t perf_load_pending_count(perf_load_t *l)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        pthread_mutex_lock(&l->w[i].mu);
+        n += l->w[i].acc.count;
+        pthread_mutex_unlock(&l->w[i].mu);
+    }
+    return n;
+}
+
+void perf_load_stop(perf_load_t *l)
+{
+    atomic_store(&l->stop, true);
+    for (size_t i = 0; i < l->n; i++) {
+        pthread_join(l->w[i].tid, NULL);
+        perf_conn_close(&l->w[i].conn);
+        perf_window_free(&l->w[i].acc);
+        pthread_mutex_destroy(&l->w[i].mu);
+    }
+    free(l->w);
+    free(l);
+}

@@ -1,0 +1,556 @@
+/* perf_main.c - nereid-perf: perf_analyzer's flags, measurement loop and exit codes (perf.h).
+ *
+ * Concurrency mode over HTTP: for each concurrency of --concurrency-range, windows of
+ * 1.2 x --measurement-interval (time_windows) or of at least --measurement-request-count
+ * requests (count_windows, checked every second), until the last three agree within
+ * --stability-percentage on throughput and on the stabilizing latency (the average, or
+ * p<--percentile>), or --max-trials windows passed, or one of the last three reached
+ * --latency-threshold. The reported figures merge the last three windows. Server statistics
+ * are read before the first window and after each one; their differences are the Server block.
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PERF_VERSION "2.51.0 (nereid-perf)"
+
+static const char usage_text[] =
+    "Usage: nereid-perf [options]\n"
+    "==== SYNOPSIS ====\n"
+    "\n"
+    "  -m <model name> [-x <model version>] [-u <url>] [-i http] [-b <batch size>]\n"
+    "  [--concurrency-range <start:end:step>] [-p|--measurement-interval <ms>]\n"
+    "  [--measurement-mode time_windows|count_windows] [--measurement-request-count <n>]\n"
+    "  [-s|--stability-percentage <pct>] [-r|--max-trials <n>] [-l|--latency-threshold <ms>]\n"
+    "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>]\n"
+    "  [--input-data zero|random] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
+    "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
+    "  [--warmup-request-count <n>] [--collect-metrics] [--metrics-url <url>]\n"
+    "  [--metrics-interval <ms>] [-v] [--version]\n"
+    "\n"
+    "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
+    "-i grpc, --request-rate-range, --request-intervals, --streaming, --shared-memory system,\n"
+    "--input-data <file>, --profile-export-file, --binary-search.\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fputs(usage_text, stderr);
+    fprintf(stderr, "Error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    exit(PERF_EXIT_ERROR);
+}
+
+static uint64_t parse_u64(const char *flag, const char *v)
+{
+    char *end;
+    if (v == NULL || *v == '-' || *v == '\0')
+        usage_error("failed to parse %s", flag);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end != '\0')
+        usage_error("failed to parse %s", flag);
+    return x;
+}
+
+static void parse_range(perf_opts_t *o, const char *v)
+{
+    uint64_t r[3] = {1, 1, 1};
+    char *s = nr_strdup(v), *save = NULL;
+    int i = 0;
+    for (char *t = strtok_r(s, ":", &save); t; t = strtok_r(NULL, ":", &save), i++) {
+        if (i > 2)
+            usage_error("option concurrency-range can have maximum of three elements", NULL);
+        r[i] = parse_u64("concurrency-range", t);
+    }
+    free(s);
+    if (i == 1)
+        r[1] = r[0];
+    o->conc_start = r[0], o->conc_end = r[1], o->conc_step = r[2];
+    o->conc_given = true;
+}
+
+static void parse_shape(perf_opts_t *o, const char *v)
+{
+    const char *colon = strrchr(v, ':');
+    if (colon == NULL || colon == v)
+        usage_error("failed to parse input shape. There must be a colon after input name.", NULL);
+    o->shapes = nr_realloc(o->shapes, (o->n_shapes + 1) * sizeof(perf_shape_t));
+    perf_shape_t *s = &o->shapes[o->n_shapes++];
+    s->name = nr_strndup(v, (size_t)(colon - v));
+    s->dims = NULL;
+    s->n_dims = 0;
+    char *dims = nr_strdup(colon + 1), *save = NULL;
+    for (char *t = strtok_r(dims, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        s->dims = nr_realloc(s->dims, (s->n_dims + 1) * sizeof(int64_t));
+        s->dims[s->n_dims++] = (int64_t)parse_u64("shape", t);
+    }
+    free(dims);
+}
+
+enum {
+    OPT_CONC = 1000, OPT_MEAS_MODE, OPT_MEAS_COUNT, OPT_PERCENTILE, OPT_SYNC, OPT_MAX_THREADS,
+    OPT_INPUT_DATA, OPT_SHAPE, OPT_STRING_LENGTH, OPT_STRING_DATA, OPT_VERBOSE_CSV,
+    OPT_WARMUP, OPT_COLLECT, OPT_METRICS_URL, OPT_METRICS_INTERVAL, OPT_VERSION, OPT_SHM,
+    OPT_OUT_SHM, OPT_RATE, OPT_DIST, OPT_INTERVALS, OPT_STREAMING, OPT_EXPORT, OPT_BINARY,
+    OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT,
+};
+
+static const struct option long_opts[] = {
+    {"concurrency-range", required_argument, NULL, OPT_CONC},
+    {"measurement-interval", required_argument, NULL, 'p'},
+    {"measurement-mode", required_argument, NULL, OPT_MEAS_MODE},
+    {"measurement-request-count", required_argument, NULL, OPT_MEAS_COUNT},
+    {"stability-percentage", required_argument, NULL, 's'},
+    {"max-trials", required_argument, NULL, 'r'},
+    {"latency-threshold", required_argument, NULL, 'l'},
+    {"percentile", required_argument, NULL, OPT_PERCENTILE},
+    {"async", no_argument, NULL, 'a'},
+    {"sync", no_argument, NULL, OPT_SYNC},
+    {"max-threads", required_argument, NULL, OPT_MAX_THREADS},
+    {"input-data", required_argument, NULL, OPT_INPUT_DATA},
+    {"shape", required_argument, NULL, OPT_SHAPE},
+    {"string-length", required_argument, NULL, OPT_STRING_LENGTH},
+    {"string-data", required_argument, NULL, OPT_STRING_DATA},
+    {"verbose-csv", no_argument, NULL, OPT_VERBOSE_CSV},
+    {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
+    {"collect-metrics", no_argument, NULL, OPT_COLLECT},
+    {"metrics-url", required_argument, NULL, OPT_METRICS_URL},
+    {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"shared-memory", required_argument, NULL, OPT_SHM},
+    {"output-shared-memory-size", required_argument, NULL, OPT_OUT_SHM},
+    {"request-rate-range", required_argument, NULL, OPT_RATE},
+    {"request-distribution", required_argument, NULL, OPT_DIST},
+    {"request-intervals", required_argument, NULL, OPT_INTERVALS},
+    {"streaming", no_argument, NULL, OPT_STREAMING},
+    {"profile-export-file", required_argument, NULL, OPT_EXPORT},
+    {"binary-search", no_argument, NULL, OPT_BINARY},
+    {"service-kind", required_argument, NULL, OPT_SERVICE},
+    {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
+    {"input-tensor-format", required_argument, NULL, OPT_IN_FORMAT},
+    {"output-tensor-format", required_argument, NULL, OPT_OUT_FORMAT},
+    {"model-name", required_argument, NULL, 'm'},
+    {"model-version", required_argument, NULL, 'x'},
+    {"url", required_argument, NULL, 'u'},
+    {"protocol", required_argument, NULL, 'i'},
+    {"batch-size", required_argument, NULL, 'b'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void parse_args(int argc, char **argv, perf_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->url = "localhost:8000";
+    o->protocol = "http";
+    o->batch = 1;
+    o->conc_start = o->conc_end = o->conc_step = 1;
+    o->interval_ms = 5000;
+    o->request_count = 50;
+    o->stability = 0.10;
+    o->max_trials = 10;
+    o->percentile = -1;
+    o->string_length = 128;
+    o->input_data = "random";
+    int c;
+    while ((c = getopt_long(argc, argv, "vdazc:u:m:x:b:t:p:i:H:l:r:s:f:h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 'x': o->version = optarg; break;
+        case 'u': o->url = optarg; break;
+        case 'i':
+            if (strcasecmp(optarg, "http") != 0 && strcasecmp(optarg, "grpc") != 0)
+                usage_error("unsupported protocol '%s'", optarg);
+            o->protocol = optarg;
+            break;
+        case 'b': o->batch = (int)parse_u64("-b (batch size)", optarg); break;
+        case 'p': o->interval_ms = parse_u64("measurement-interval", optarg); break;
+        case 's': o->stability = (double)parse_u64("stability-percentage", optarg) / 100.0; break;
+        case 'r': o->max_trials = (int)parse_u64("max-trials", optarg); break;
+        case 'l': o->latency_limit_ms = parse_u64("latency-threshold", optarg); break;
+        case 'f': o->csv = optarg; break;
+        case 'v': o->verbose = true; break;
+        case 'a': o->async = true; break;
+        case OPT_SYNC: o->async = false; break;
+        case 't': /* deprecated: -t n = the concurrency start */
+            fprintf(stderr, "Warning: -t is deprecated. Use --concurrency-range instead.\n");
+            o->conc_start = parse_u64("-t", optarg);
+            if (o->conc_end < o->conc_start)
+                o->conc_end = o->conc_start;
+            break;
+        case 'c':
+            fprintf(stderr, "Warning: -c is deprecated. Use --concurrency-range instead.\n");
+            o->conc_end = parse_u64("-c", optarg);
+            o->conc_given = true;
+            break;
+        case 'd': fprintf(stderr, "Warning: -d is deprecated. Use --concurrency-range instead.\n"); break;
+        case 'z':
+            fprintf(stderr, "Warning: -z is deprecated. Use --input-data zero instead.\n");
+            o->input_data = "zero";
+            break;
+        case OPT_CONC: parse_range(o, optarg); break;
+        case OPT_MEAS_MODE:
+            if (strcmp(optarg, "time_windows") == 0)
+                o->count_windows = false;
+            else if (strcmp(optarg, "count_windows") == 0)
+                o->count_windows = true;
+            else
+                usage_error("unsupported measurement mode '%s'", optarg);
+            break;
+        case OPT_MEAS_COUNT: o->request_count = parse_u64("measurement-request-count", optarg); break;
+        case OPT_PERCENTILE: {
+            uint64_t p = parse_u64("percentile", optarg);
+            if (p < 1 || p > 99)
+                usage_error("percentile must be > 0 and < 100", NULL);
+            o->percentile = (int)p;
+            break;
+        }
+        case OPT_MAX_THREADS: (void)parse_u64("max-threads", optarg); break;
+        case OPT_INPUT_DATA:
+            if (strcmp(optarg, "zero") != 0 && strcmp(optarg, "random") != 0)
+                usage_error("--input-data '%s': only zero and random are supported by nereid-perf "
+                            "yet", optarg);
+            o->input_data = optarg;
+            break;
+        case OPT_SHAPE: parse_shape(o, optarg); break;
+        case OPT_STRING_LENGTH: o->string_length = (int)parse_u64("string-length", optarg); break;
+        case OPT_STRING_DATA: o->string_length = (int)strlen(optarg); break;
+        case OPT_VERBOSE_CSV: o->verbose_csv = true; break;
+        case OPT_WARMUP: o->warmup = parse_u64("warmup-request-count", optarg); break;
+        case OPT_COLLECT: case OPT_METRICS_URL: case OPT_METRICS_INTERVAL: case OPT_OUT_SHM:
+            break; /* accepted: GPU metrics, the only ones perf_analyzer reports, need GPUs */
+        case OPT_SHM:
+            if (strcmp(optarg, "none") != 0)
+                usage_error("--shared-memory %s is not supported by nereid-perf yet", optarg);
+            break;
+        case OPT_SERVICE:
+            if (strcmp(optarg, "triton") != 0)
+                usage_error("--service-kind %s is not supported by nereid-perf", optarg);
+            break;
+        case OPT_IN_FORMAT: case OPT_OUT_FORMAT:
+            if (strcmp(optarg, "binary") != 0)
+                usage_error("only the binary tensor format is supported by nereid-perf yet (%s)",
+                            optarg);
+            break;
+        case 'H': {
+            const char *colon = strchr(optarg, ':');
+            if (colon == NULL)
+                usage_error("header '%s' must be <name>:<value>", optarg);
+            o->headers = nr_realloc(o->headers, (o->n_headers + 1) * sizeof(perf_header_t));
+            o->headers[o->n_headers].name = nr_strndup(optarg, (size_t)(colon - optarg));
+            o->headers[o->n_headers++].value = nr_strdup(colon + 1);
+            break;
+        }
+        case OPT_VERSION:
+            printf("perf_analyzer %s\n", PERF_VERSION);
+            exit(0);
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(0);
+        case OPT_RATE: case OPT_DIST: case OPT_INTERVALS: case OPT_STREAMING: case OPT_EXPORT:
+        case OPT_BINARY: case OPT_REQUEST_COUNT:
+            usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
+            break;
+        default: /* getopt said which option */
+            fputs(usage_text, stderr);
+            exit(PERF_EXIT_ERROR);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->model == NULL)
+        usage_error("-m flag must be specified", NULL);
+    if (strcasecmp(o->protocol, "grpc") == 0)
+        usage_error("-i grpc is not supported by nereid-perf yet: use -i http", NULL);
+    if (o->batch < 1)
+        usage_error("batch size must be > 0", NULL);
+    if (o->conc_start < 1 || o->conc_step < 1)
+        usage_error("concurrency-range start and step must be > 0", NULL);
+    if (o->conc_end == 0 && o->latency_limit_ms == 0)
+        usage_error("The end of the search range and the latency limit can not be both 0 (or "
+                    "0.0) simultaneously", NULL);
+    if (o->conc_end != 0 && o->conc_end < o->conc_start)
+        usage_error("The end of the search range can not be less than the start", NULL);
+}
+
+/* ---- the measurement ---- */
+
+typedef enum { STEP_STABLE, STEP_UNSTABLE, STEP_OVER_LIMIT } step_result_t;
+
+static bool window_ok(const perf_window_t *w)
+{
+    return w->count > 0 && w->errors == 0;
+}
+
+static double w_throughput(const perf_window_t *w)
+{
+    double s = (double)(w->end_ns - w->start_ns) / 1e9;
+    return s > 0 ? (double)w->count / s : 0;
+}
+
+/* max/min of throughput and of the stabilizing latency over three windows (0 if one is 0). */
+static void spread(const perf_opts_t *o, perf_window_t *const *last, double *thr, double *lat)
+{
+    double tmin = 0, tmax = 0, lmin = 0, lmax = 0;
+    for (int i = 0; i < 3; i++) {
+        double t = w_throughput(last[i]), l = (double)perf_stab_latency(o, last[i]);
+        tmin = i == 0 || t < tmin ? t : tmin;
+        tmax = i == 0 || t > tmax ? t : tmax;
+        lmin = i == 0 || l < lmin ? l : lmin;
+        lmax = i == 0 || l > lmax ? l : lmax;
+    }
+    *thr = tmin > 0 ? tmax / tmin : 0;
+    *lat = lmin > 0 ? lmax / lmin : 0;
+}
+
+static bool stable(const perf_opts_t *o, perf_window_t *const *last)
+{
+    for (int i = 0; i < 3; i++)
+        if (!window_ok(last[i]))
+            return false;
+    double thr, lat;
+    spread(o, last, &thr, &lat);
+    return thr > 0 && thr <= 1 + o->stability && (o->async || (lat > 0 && lat <= 1 + o->stability));
+}
+
+/* Why the last windows are not stable, for the line nereid-perf adds to perf_analyzer's. */
+static void explain(const perf_opts_t *o, perf_window_t *const *last, int n, char *why,
+                    size_t len)
+{
+    if (n < 3) {
+        snprintf(why, len, "nereid-perf: %d window%s measured, 3 needed (--max-trials %d)", n,
+                 n == 1 ? "" : "s", o->max_trials);
+        return;
+    }
+    double thr, lat;
+    spread(o, last, &thr, &lat);
+    char name[16] = "average";
+    if (o->percentile > 0)
+        snprintf(name, sizeof(name), "p%d", o->percentile);
+    snprintf(why, len, "nereid-perf: over the last 3 windows throughput varied by %.1f%% and %s "
+             "latency by %.1f%% (max/min; --stability-percentage %.0f allows %.0f%%)",
+             thr > 0 ? 100 * (thr - 1) : 100.0, name, lat > 0 ? 100 * (lat - 1) : 100.0,
+             100 * o->stability, 100 * o->stability);
+}
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static int fail(const char *what, nr_status_t *st)
+{
+    fprintf(stderr, "error: %s%s%s\n", what ? what : "", what ? ": " : "", st->msg);
+    nr_status_free(st);
+    return PERF_EXIT_ERROR;
+}
+
+/* Measures one concurrency into s->merged; returns an exit code on a fatal error, else -1
+ * and *res. */
+static int measure(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m,
+                   perf_step_t *s, step_result_t *res, char *why, size_t why_len)
+{
+    perf_load_t *load;
+    nr_status_t *st = perf_load_start(o, m, s->value, &load);
+    if (st)
+        return fail(NULL, st);
+    perf_server_stats_t prev = {0}, now;
+    if (m->has_stats && (st = perf_server_stats(conn, o, &prev)) != NULL) {
+        perf_load_stop(load);
+        return fail(NULL, st);
+    }
+    perf_window_t wins[3];
+    memset(wins, 0, sizeof(wins));
+    int done = 0, rc = -1;
+    *res = STEP_UNSTABLE;
+    perf_window_t skip; /* the first window starts now: what came before is ramp-up */
+    perf_load_cut(load, &skip);
+    perf_window_free(&skip);
+    for (int trial = 0; trial < o->max_trials; trial++) {
+        if (o->count_windows) {
+            do
+                sleep_ms(1000);
+            while (perf_load_pending_count(load) < o->request_count);
+        } else {
+            sleep_ms(o->interval_ms * 6 / 5);
+        }
+        perf_window_t *w = &wins[done % 3];
+        perf_window_free(w);
+        perf_load_cut(load, w);
+        done++;
+        if (m->has_stats) {
+            if ((st = perf_server_stats(conn, o, &now)) != NULL) {
+                rc = fail(NULL, st);
+                break;
+            }
+            perf_stats_diff(&w->server, &now, &prev);
+            w->have_server = true;
+            prev = now;
+        }
+        if (w->errors) { /* perf_analyzer's words for a failed request */
+            fprintf(stderr, "Failed to maintain requested inference load. Worker thread(s) failed "
+                    "to generate concurrent requests.\nThread [0] had error: %s\n",
+                    w->error ? w->error : "inference failed");
+            rc = PERF_EXIT_ERROR;
+            break;
+        }
+        if (w->count == 0) {
+            fprintf(stderr, "No valid requests recorded within time interval. Please use a "
+                    "larger time window.\n");
+            rc = PERF_EXIT_NO_REQUESTS;
+            break;
+        }
+        if (o->verbose) {
+            double t = w_throughput(w) * o->batch;
+            if (o->percentile > 0)
+                printf("  Pass [%d] throughput: %g infer/sec. p%d latency: %llu usec\n",
+                       trial + 1, t, o->percentile,
+                       (unsigned long long)(perf_stab_latency(o, w) / 1000));
+            else
+                printf("  Pass [%d] throughput: %g infer/sec. Avg latency: %llu usec (std %llu "
+                       "usec). \n", trial + 1, t, (unsigned long long)(perf_hist_mean(&w->lat) / 1000),
+                       (unsigned long long)(perf_hist_stddev(&w->lat) / 1000));
+        }
+        if (done >= 3) {
+            perf_window_t *last[3] = {&wins[(done - 3) % 3], &wins[(done - 2) % 3],
+                                      &wins[(done - 1) % 3]};
+            if (stable(o, last)) {
+                *res = STEP_STABLE;
+                break;
+            }
+            bool over = false;
+            for (int i = 0; i < 3 && o->latency_limit_ms; i++)
+                over |= perf_stab_latency(o, last[i]) >= o->latency_limit_ms * 1000000ull;
+            if (over) {
+                *res = STEP_OVER_LIMIT;
+                break;
+            }
+        }
+    }
+    perf_load_stop(load);
+    if (rc < 0 && *res == STEP_UNSTABLE) {
+        perf_window_t *last[3] = {&wins[(done + 0) % 3], &wins[(done + 1) % 3],
+                                  &wins[(done + 2) % 3]};
+        explain(o, last, done, why, why_len);
+    }
+    memset(&s->merged, 0, sizeof(s->merged));
+    for (int i = done > 3 ? done - 3 : 0; i < done; i++)
+        perf_window_merge(&s->merged, &wins[i % 3]);
+    for (int i = 0; i < 3; i++)
+        perf_window_free(&wins[i]);
+    if (rc < 0 && *res != STEP_UNSTABLE && o->latency_limit_ms &&
+        perf_stab_latency(o, &s->merged) >= o->latency_limit_ms * 1000000ull)
+        *res = STEP_OVER_LIMIT;
+    return rc;
+}
+
+static void opts_free(perf_opts_t *o)
+{
+    for (size_t i = 0; i < o->n_shapes; i++) {
+        free(o->shapes[i].name);
+        free(o->shapes[i].dims);
+    }
+    free(o->shapes);
+    for (size_t i = 0; i < o->n_headers; i++) {
+        free(o->headers[i].name);
+        free(o->headers[i].value);
+    }
+    free(o->headers);
+}
+
+/* The sweep over --concurrency-range; returns the exit code. */
+static int sweep(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m)
+{
+    perf_step_t *steps = NULL;
+    size_t n = 0;
+    int rc = PERF_EXIT_OK;
+    nr_status_t *st;
+    for (uint64_t c = o->conc_start; o->conc_end == 0 || c <= o->conc_end; c += o->conc_step) {
+        printf("Request concurrency: %llu\n", (unsigned long long)c);
+        fflush(stdout);
+        steps = nr_realloc(steps, (n + 1) * sizeof(*steps));
+        perf_step_t *s = &steps[n];
+        s->value = c;
+        step_result_t res;
+        char why[256] = "";
+        int e = measure(conn, o, m, s, &res, why, sizeof(why));
+        if (e >= 0) {
+            perf_window_free(&s->merged);
+            rc = e;
+            break;
+        }
+        if (res == STEP_UNSTABLE) {
+            fprintf(stderr, "Failed to obtain stable measurement within %d measurement windows "
+                    "for concurrency %llu. Please try to increase the %s.\n", o->max_trials,
+                    (unsigned long long)c, o->count_windows ? "--measurement-request-count"
+                                                            : "--measurement-interval");
+            fprintf(stderr, "%s\n", why);
+            perf_window_free(&s->merged);
+            if (n == 0) {
+                fprintf(stderr, "Failed to obtain stable measurement.\n");
+                rc = PERF_EXIT_UNSTABLE;
+            }
+            break;
+        }
+        if (res == STEP_OVER_LIMIT) { /* dropped, unprinted, and the sweep ends */
+            fprintf(stderr, "Measured latency went over the set limit of %llu msec. \n",
+                    (unsigned long long)o->latency_limit_ms);
+            perf_window_free(&s->merged);
+            break;
+        }
+        perf_print_step(o, s);
+        n++;
+        fflush(stdout);
+    }
+    if (rc == PERF_EXIT_OK && n > 0) {
+        perf_print_summary(o, steps, n);
+        if (o->csv && (st = perf_write_csv(o, steps, n)) != NULL)
+            rc = fail(NULL, st);
+    }
+    for (size_t i = 0; i < n; i++)
+        perf_window_free(&steps[i].merged);
+    free(steps);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    perf_opts_t o;
+    parse_args(argc, argv, &o);
+    perf_conn_t conn;
+    perf_model_t m;
+    int rc = PERF_EXIT_OK;
+    nr_status_t *st = perf_conn_init(&conn, o.url);
+    if (st) {
+        rc = fail("failed to get model metadata", st);
+        goto out;
+    }
+    if ((st = perf_model_load(&conn, &o, &m)) != NULL) {
+        rc = fail(NULL, st);
+        goto out_model;
+    }
+    for (uint64_t i = 0; i < o.warmup && rc == PERF_EXIT_OK; i++) {
+        perf_resp_t r;
+        if ((st = perf_exchange(&conn, "POST", m.path, &m.request, NULL, 0, &r)) != NULL)
+            rc = fail("warmup", st);
+    }
+    if (rc == PERF_EXIT_OK) {
+        perf_print_settings(&o);
+        fflush(stdout);
+        rc = sweep(&conn, &o, &m);
+    }
+out_model:
+    perf_model_free(&m);
+out:
+    perf_conn_close(&conn);
+    opts_free(&o);
+    return rc;
+}

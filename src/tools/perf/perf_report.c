@@ -1,0 +1,230 @@
+/* perf_report.c - perf_analyzer's console output, summary and CSV, line for line (perf.h;
+ * the format is perf_analyzer 2.51's: ../shared/spec/perf_tools.md, A3 and A4). Latencies
+ * print as truncated microseconds, rates as iostream's default (%g).
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define US(ns) ((unsigned long long)((ns) / 1000))
+
+static double seconds(const perf_window_t *w)
+{
+    return (double)(w->end_ns - w->start_ns) / 1e9;
+}
+
+static double throughput(const perf_opts_t *o, const perf_window_t *w)
+{
+    double s = seconds(w);
+    return s > 0 ? (double)w->count * o->batch / s : 0;
+}
+
+uint64_t perf_stab_latency(const perf_opts_t *o, const perf_window_t *w)
+{
+    return o->percentile > 0 ? perf_hist_percentile(&w->lat, o->percentile)
+                             : (uint64_t)perf_hist_mean(&w->lat);
+}
+
+void perf_print_settings(const perf_opts_t *o)
+{
+    printf("*** Measurement Settings ***\n");
+    printf("  Batch size: %d\n", o->batch);
+    printf("  Service Kind: TRITON\n");
+    printf("  Using \"%s\" mode for stabilization\n", o->count_windows ? "count_windows" : "time_windows");
+    if (o->percentile > 0)
+        printf("  Stabilizing using p%dlatency and throughput\n", o->percentile);
+    else if (o->async)
+        printf("  Stabilizing using average throughput\n");
+    else
+        printf("  Stabilizing using average latency and throughput\n");
+    if (o->count_windows)
+        printf("  Minimum number of samples in each window: %llu\n",
+               (unsigned long long)o->request_count);
+    else
+        printf("  Measurement window: %llu msec\n", (unsigned long long)o->interval_ms);
+    if (o->conc_given) {
+        printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
+        printf("  Concurrency limit: %llu concurrent requests\n",
+               (unsigned long long)(o->conc_start > o->conc_end ? o->conc_start : o->conc_end));
+    }
+    printf("  Using %s calls for inference\n", o->async ? "asynchronous" : "synchronous");
+    printf("\n");
+}
+
+/* p50, p90, p95, p99 and --percentile's, in numeric order, each once. */
+static size_t percentiles(const perf_opts_t *o, int *out)
+{
+    static const int base[] = {50, 90, 95, 99};
+    size_t n = 0;
+    bool extra = o->percentile > 0;
+    for (size_t i = 0; i < 4; i++) {
+        if (extra && o->percentile < base[i]) {
+            out[n++] = o->percentile;
+            extra = false;
+        }
+        if (extra && o->percentile == base[i])
+            extra = false;
+        out[n++] = base[i];
+    }
+    if (extra)
+        out[n++] = o->percentile;
+    return n;
+}
+
+typedef struct {
+    uint64_t request, queue, compute, input, infer, output, overhead; /* us */
+    double queue_ns, compute_ns;                                       /* averages */
+} server_avg_t;
+
+static server_avg_t server_avg(const perf_server_stats_t *s)
+{
+    server_avg_t a = {0};
+    if (s->success_count)
+        a.request = s->success_ns / (s->success_count * 1000);
+    if (s->queue_count) {
+        a.queue = s->queue_ns / (s->queue_count * 1000);
+        a.queue_ns = (double)s->queue_ns / (double)s->queue_count;
+    }
+    if (s->input_count) {
+        uint64_t c = s->input_ns + s->infer_ns + s->output_ns;
+        a.compute = c / (s->input_count * 1000);
+        a.compute_ns = (double)c / (double)s->input_count;
+        a.input = s->input_ns / (s->input_count * 1000);
+    }
+    if (s->infer_count)
+        a.infer = s->infer_ns / (s->infer_count * 1000);
+    if (s->output_count)
+        a.output = s->output_ns / (s->output_count * 1000);
+    a.overhead = a.request > a.queue + a.compute ? a.request - a.queue - a.compute : 0;
+    return a;
+}
+
+void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
+{
+    const perf_window_t *w = &st->merged;
+    const perf_hist_t *h = &w->lat;
+    uint64_t n = w->count ? w->count : 1;
+    printf("  Client: \n");
+    printf("    Request count: %llu\n", (unsigned long long)w->count);
+    printf("    Throughput: %g infer/sec\n", throughput(o, w));
+    if (o->verbose) {
+        double total = (double)(w->end_ns - w->start_ns) * (double)st->value;
+        double wait = (double)(h->sum - (double)w->send_ns - (double)w->recv_ns);
+        printf("    Avg client overhead: %.2f%%\n", total > 0 && wait < total
+                                                       ? 100.0 * (total - wait) / total : 0.0);
+    }
+    if (o->percentile <= 0)
+        printf("    Avg latency: %llu usec (standard deviation %llu usec)\n",
+               US(perf_hist_mean(h)), US(perf_hist_stddev(h)));
+    int ps[5];
+    size_t np = percentiles(o, ps);
+    for (size_t i = 0; i < np; i++)
+        printf("    p%d latency: %llu usec\n", ps[i], US(perf_hist_percentile(h, ps[i])));
+    uint64_t avg = (uint64_t)perf_hist_mean(h), send = w->send_ns / n, recv = w->recv_ns / n;
+    uint64_t wait = avg > send + recv ? avg - send - recv : 0;
+    if (o->verbose)
+        printf("    Avg HTTP time: %llu usec (send %llu usec + response wait %llu usec + receive "
+               "%llu usec)\n", US(avg), US(send), US(wait), US(recv));
+    else
+        printf("    Avg HTTP time: %llu usec (send/recv %llu usec + response wait %llu usec)\n",
+               US(avg), US(send + recv), US(wait));
+    if (w->have_server) {
+        const perf_server_stats_t *s = &w->server;
+        printf("  Server: \n");
+        if (s->success_count == 0) {
+            printf("    Request count: 0\n");
+        } else {
+            server_avg_t a = server_avg(s);
+            printf("    Inference count: %llu\n", (unsigned long long)s->inference_count);
+            printf("    Execution count: %llu\n", (unsigned long long)s->execution_count);
+            printf("    Successful request count: %llu\n", (unsigned long long)s->success_count);
+            printf("    Avg request latency: %llu usec (overhead %llu usec + queue %llu usec + "
+                   "compute input %llu usec + compute infer %llu usec + compute output %llu "
+                   "usec)\n", (unsigned long long)a.request, (unsigned long long)a.overhead,
+                   (unsigned long long)a.queue, (unsigned long long)a.input,
+                   (unsigned long long)a.infer, (unsigned long long)a.output);
+        }
+    }
+    printf("\n");
+}
+
+void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n)
+{
+    if (o->percentile > 0)
+        printf("Inferences/Second vs. Client p%d Batch Latency\n", o->percentile);
+    else
+        printf("Inferences/Second vs. Client Average Batch Latency\n");
+    for (size_t i = 0; i < n; i++)
+        printf("Concurrency: %llu, throughput: %g infer/sec, latency %llu usec\n",
+               (unsigned long long)steps[i].value, throughput(o, &steps[i].merged),
+               US(perf_stab_latency(o, &steps[i].merged)));
+}
+
+static int by_throughput(const void *a, const void *b, void *ctx)
+{
+    const perf_opts_t *o = ctx;
+    double x = throughput(o, &((const perf_step_t *)a)->merged);
+    double y = throughput(o, &((const perf_step_t *)b)->merged);
+    return (x > y) - (x < y);
+}
+
+nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size_t n)
+{
+    FILE *f = fopen(o->csv, "w");
+    if (f == NULL)
+        return nr_status_new(NR_INVALID_ARG, "failed to open file '%s': %s", o->csv, strerror(errno));
+    bool server = n > 0 && steps[0].merged.have_server;
+    int ps[5];
+    size_t np = percentiles(o, ps);
+    fprintf(f, "Concurrency,Inferences/Second,Client Send,");
+    if (server)
+        fprintf(f, "Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute "
+                   "Infer,Server Compute Output,");
+    fprintf(f, "Client Recv");
+    for (size_t i = 0; i < np; i++)
+        fprintf(f, ",p%d latency", ps[i]);
+    if (o->verbose_csv)
+        fprintf(f, "%s,request/response,response wait", o->percentile > 0 ? "" : ",Avg latency");
+    fprintf(f, "\n");
+    perf_step_t *sorted = nr_malloc((n ? n : 1) * sizeof(*sorted));
+    memcpy(sorted, steps, n * sizeof(*sorted));
+    qsort_r(sorted, n, sizeof(*sorted), by_throughput, (void *)o);
+    for (size_t i = 0; i < n; i++) {
+        const perf_window_t *w = &sorted[i].merged;
+        uint64_t c = w->count ? w->count : 1;
+        double avg = perf_hist_mean(&w->lat);
+        uint64_t send = w->send_ns / c, recv = w->recv_ns / c;
+        fprintf(f, "%llu,%g,%llu,", (unsigned long long)sorted[i].value, throughput(o, w),
+                US(send));
+        if (server) {
+            server_avg_t a = server_avg(&w->server);
+            double net = avg - (double)send - (double)recv - a.queue_ns - a.compute_ns;
+            if (net <= 0)
+                fprintf(stderr, "Server average accounted time was larger than client average "
+                        "wait time due to small sample size. Increase the measurement interval "
+                        "with `--measurement-interval`.\n");
+            fprintf(f, "%llu,%llu,%llu,%llu,%llu,", net > 0 ? US(net) : 0ull,
+                    (unsigned long long)a.queue, (unsigned long long)a.input,
+                    (unsigned long long)a.infer, (unsigned long long)a.output);
+        }
+        fprintf(f, "%llu", US(recv));
+        for (size_t k = 0; k < np; k++)
+            fprintf(f, ",%llu", US(perf_hist_percentile(&w->lat, ps[k])));
+        if (o->verbose_csv) {
+            if (o->percentile <= 0)
+                fprintf(f, ",%llu", US(avg));
+            double waitv = avg - (double)send - (double)recv;
+            fprintf(f, ",%llu,%llu", US(send + recv), waitv > 0 ? US(waitv) : 0ull);
+        }
+        fprintf(f, "\n");
+    }
+    free(sorted);
+    if (fclose(f) != 0)
+        return nr_status_new(NR_INVALID_ARG, "failed to write '%s': %s", o->csv, strerror(errno));
+    return NULL;
+}

@@ -1,0 +1,169 @@
+"""nereid-perf (issue #19), perf_analyzer's drop-in, against the real server and against
+perf_analyzer 2.51 itself (scripts/perf_analyzer) on the same server: the same console lines
+(numbers aside), the same CSV columns, the same errors and exit codes; batch sizes, shapes,
+and the number of requests in flight. `-s 1000` makes every measurement "stable": these tests
+check behaviour, never speed."""
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PA = ROOT / "scripts" / "perf_analyzer"
+PERF = Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid").parent / "nereid-perf"
+EXAMPLES = ROOT / "examples" / "model_repository"
+FAST = ["-p", "200", "-s", "1000"]
+
+
+def run(tool, args, timeout=180):
+    return subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def template(text):
+    """The output with every number replaced: what must be the same line for line."""
+    return re.sub(r"\d+(\.\d+)?(e[+-]\d+)?", "N", text).splitlines()
+
+
+@pytest.fixture(scope="module")
+def url(small_server):
+    return f"127.0.0.1:{small_server.port}"
+
+
+@pytest.mark.parametrize("args", [
+    ["--concurrency-range", "1:2"],
+    ["-v", "--percentile=95"],
+    ["-b", "2", "--measurement-mode", "count_windows", "--measurement-request-count", "20"],
+])
+def test_output_matches_perf_analyzer_line_for_line(url, tmp_path, args):
+    out = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        csv = tmp_path / f"{name}.csv"
+        r = run(tool, ["-m", "simple", "-u", url, *FAST, "-f", str(csv), "--verbose-csv", *args])
+        assert r.returncode == 0, (name, r.stdout, r.stderr)
+        out[name] = (r.stdout, csv.read_text().splitlines())
+    assert template(out["perf"][0]) == template(out["pa"][0]), out["perf"][0]
+    assert out["perf"][1][0] == out["pa"][1][0]  # the CSV header
+    assert len(out["perf"][1]) == len(out["pa"][1])
+    assert [template(l) for l in out["perf"][1][1:]] == [template(l) for l in out["pa"][1][1:]]
+
+
+def test_the_figures_are_the_servers(url, tmp_path):
+    """-b 2: every request carries 2 inferences; the Server block is the server's statistics
+    over the reported windows, so its counts match the client's."""
+    r = run(PERF, ["-m", "simple", "-u", url, *FAST, "-b", "2"])
+    assert r.returncode == 0, r.stderr
+    req = int(re.search(r"Request count: (\d+)", r.stdout).group(1))
+    thr = float(re.search(r"Throughput: ([\d.e+]+) infer/sec", r.stdout).group(1))
+    inf = int(re.search(r"Inference count: (\d+)", r.stdout).group(1))
+    ok = int(re.search(r"Successful request count: (\d+)", r.stdout).group(1))
+    assert req > 0 and thr > 0
+    assert inf == 2 * ok
+    # the statistics are read just after each window: requests ending in between land in the
+    # server's count of the window before the client's (perf_analyzer shows the same skew)
+    assert abs(ok - req) <= max(8, req // 20), r.stdout
+
+
+@pytest.mark.parametrize("model,extra", [
+    ("nosuch", []),                       # unknown model
+    ("identity_fp32", []),                # a -1 dim without --shape
+    ("simple", ["-b", "9"]),              # refused by the server: batch above max_batch_size
+    ("simple", ["-r", "1"]),              # cannot be stable in one window
+    ("simple", ["--bogus"]),              # an unknown flag
+])
+def test_errors_and_exit_codes_match_perf_analyzer(url, model, extra):
+    got = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        r = run(tool, ["-m", model, "-u", url, *FAST, *extra])
+        err = [l for l in r.stderr.splitlines()
+               if l and not l.startswith(("\t", " ", "nereid-perf: "))]  # nereid-perf's own lines
+        if extra == ["--bogus"]:  # getopt names the program; the usage texts differ
+            err = [re.sub(r"^\S+: ", "", l) for l in err[:1]]
+        got[name] = (r.returncode, err)
+    assert got["perf"] == got["pa"], got
+
+
+def test_an_unstable_step_says_why(url):
+    r = run(PERF, ["-m", "simple", "-u", url, "-p", "200", "-r", "1"])
+    assert r.returncode == 2
+    assert "nereid-perf: 1 window measured, 3 needed (--max-trials 1)" in r.stderr, r.stderr
+    r = run(PERF, ["-m", "simple", "-u", url, "-p", "100", "-r", "3", "-s", "0"])
+    if r.returncode == 2:  # three windows exactly alike pass even -s 0
+        assert re.search(r"nereid-perf: over the last 3 windows throughput varied by [\d.]+% and "
+                         r"average latency by [\d.]+% \(max/min; --stability-percentage 0 "
+                         r"allows 0%\)", r.stderr), r.stderr
+
+
+def test_refused_connection(tmp_path):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    for tool in (PA, PERF):
+        r = run(tool, ["-m", "simple", "-u", f"127.0.0.1:{port}"])
+        assert (r.returncode, r.stderr.strip()) == (
+            99, "error: failed to get model metadata: HTTP client failed: Couldn't connect to "
+                "server"), (tool, r.stderr)
+
+
+def test_shape_and_input_data(url):
+    r = run(PERF, ["-m", "identity_fp32", "-u", url, *FAST, "--shape", "INPUT0:16",
+                   "--input-data", "zero"])
+    assert r.returncode == 0, r.stderr
+    assert int(re.search(r"Successful request count: (\d+)", r.stdout).group(1)) > 0
+
+
+def connections_of(pid, port):
+    """ESTABLISHED TCP connections of process pid to 127.0.0.1:port."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            t = os.readlink(fd)
+        except OSError:
+            continue
+        if t.startswith("socket:["):
+            inodes.add(t[8:-1])
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[3] == "01" and int(f[2].split(":")[1], 16) == port and f[9] in inodes:
+            n += 1
+    return n
+
+
+def test_concurrency_n_keeps_n_connections_busy(small_server):
+    """Concurrency 3: three load connections (one request in flight on each, back to back),
+    plus the one that reads statistics."""
+    p = subprocess.Popen([str(PERF), "-m", "simple", "-u", f"127.0.0.1:{small_server.port}",
+                          "-p", "1500", "-s", "1000", "--concurrency-range", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and p.poll() is None:
+            seen.append(connections_of(p.pid, small_server.port))
+            time.sleep(0.1)
+        assert max(seen) == 4, seen
+    finally:
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "Concurrency: 3, throughput:" in out
+
+
+@pytest.mark.skipif(not (EXAMPLES / "densenet_onnx/1/model.onnx").exists(),
+                    reason="run `make models` first")
+def test_latency_threshold_ends_the_sweep(server_factory, tmp_path):
+    """densenet_onnx takes tens of ms: with -l 1 the first level is over the limit, dropped,
+    and the sweep ends there, as perf_analyzer does."""
+    srv = server_factory([EXAMPLES], ["--exit-on-error=false"])
+    got = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        r = run(tool, ["-m", "densenet_onnx", "-u", f"127.0.0.1:{srv.port}", "-p", "300",
+                       "-s", "1000", "-l", "1", "--concurrency-range", "1:3"])
+        got[name] = (r.returncode, [l for l in r.stderr.splitlines() if l],
+                     template(r.stdout))
+    assert got["perf"] == got["pa"], got
