@@ -242,7 +242,8 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d $(wildcard $(BUILD)/obj/tests/*/*.d)
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/src/main.d $(wildcard $(BUILD)/obj/tests/*/*.d) \
+         $(wildcard $(BUILD)/obj/src/tools/*/*.d)
 
 $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
 	@mkdir -p $(dir $@)

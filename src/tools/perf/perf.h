@@ -44,6 +44,9 @@ typedef struct {
     int batch;
     uint64_t conc_start, conc_end, conc_step;
     bool conc_given;
+    double rate_start, rate_end, rate_step; /* --request-rate-range: rate mode when given */
+    bool rate_mode, poisson;
+    uint64_t max_threads; /* 0: the default (16) */
     uint64_t interval_ms;
     bool count_windows;
     uint64_t request_count; /* --measurement-request-count */
@@ -158,8 +161,10 @@ void perf_hist_free(perf_hist_t *h);
 typedef struct {
     uint64_t start_ns, end_ns;
     uint64_t count, errors;
-    perf_hist_t lat;
+    uint64_t delayed; /* rate mode: sent more than 1 ms after their scheduled time */
+    perf_hist_t lat;  /* concurrency mode: from the send; rate mode: from the scheduled time */
     uint64_t send_ns, recv_ns; /* sums over count */
+    uint64_t lib_ns;           /* sum over count of the exchanges' own time (send to answer) */
     double busy_ns;            /* workers' time inside requests, for the client overhead */
     perf_server_stats_t server; /* delta over the window */
     bool have_server;
@@ -168,9 +173,12 @@ typedef struct {
 
 typedef struct perf_load_s perf_load_t;
 
-/* Starts `conc` workers sending m->request back to back over their own connection. */
+/* Concurrency mode (rate 0): `conc` workers sending m->request back to back over their own
+ * connection. Rate mode: a pool of workers (--max-threads, default 16) sending on a schedule
+ * of `rate` requests per second (constant gaps, or exponential with --request-distribution
+ * poisson), each at its scheduled time or as soon as a worker is free. */
 NR_MUST_CHECK nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m,
-                                           uint64_t conc, perf_load_t **out);
+                                           uint64_t conc, double rate, perf_load_t **out);
 /* Ends the current window now: its measurements move into *w (which the caller frees with
  * perf_window_free) and the next window starts. */
 void perf_load_cut(perf_load_t *l, perf_window_t *w);
@@ -186,6 +194,8 @@ uint64_t perf_now_ns(void);
 
 typedef struct {
     uint64_t value; /* concurrency */
+    double rate;    /* rate mode: requests per second */
+    uint64_t threads; /* the load's threads */
     perf_window_t merged;
 } perf_step_t;
 

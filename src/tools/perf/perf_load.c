@@ -1,6 +1,10 @@
-/* perf_load.c - the closed-loop load of concurrency mode (perf.h): one thread per slot, each
+/* perf_load.c - the load (perf.h). Concurrency mode is a closed loop: one thread per slot, each
  * with its own keep-alive connection, sending the model's request again as soon as the last
- * answer arrived, so exactly N requests are in flight. Each worker adds what it measured to its
+ * answer arrived, so exactly N requests are in flight. Rate mode is an open loop: a pool of
+ * such threads takes the scheduled send times in order, each waiting for its time; a request
+ * whose thread was busy past its time goes out late and counts as delayed, and its latency runs
+ * from the scheduled time, so a slow server cannot hide its backlog (no coordinated omission:
+ * perf_analyzer counts from the actual send). Each worker adds what it measured to its
  * own accumulator under its own mutex; the main thread takes every mutex once per window to
  * move the accumulators out (perf_load_cut), so a request belongs to the window in which it
  * ended, and nothing per request is kept.
@@ -9,9 +13,11 @@
 
 #include "../../common/alloc.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -25,17 +31,54 @@ typedef struct {
 struct perf_load_s {
     const perf_model_t *model;
     atomic_bool stop;
+    /* rate mode: the schedule, taken in order under mu */
+    double rate;
+    bool poisson;
+    pthread_mutex_t mu;
+    uint64_t next_ns, rng;
     uint64_t win_start;
     worker_t *w;
     size_t n;
 };
 
+/* The next scheduled send time (rate mode). */
+static uint64_t next_send(perf_load_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t t = l->next_ns;
+    double gap = 1e9 / l->rate;
+    if (l->poisson) { /* exponential gaps: -ln(U)/rate, U uniform in (0, 1] */
+        l->rng ^= l->rng << 13, l->rng ^= l->rng >> 7, l->rng ^= l->rng << 17;
+        gap *= -log((double)((l->rng >> 11) + 1) / 9007199254740992.0);
+    }
+    l->next_ns += (uint64_t)gap;
+    pthread_mutex_unlock(&l->mu);
+    return t;
+}
+
+/* Sleeps until t (rate mode), waking at least every 50 ms to see a stop; false on a stop. */
+static bool wait_until(perf_load_t *l, uint64_t t)
+{
+    for (uint64_t now; (now = perf_now_ns()) < t;) {
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed))
+            return false;
+        uint64_t d = t - now < 50000000ull ? t - now : 50000000ull;
+        struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    const perf_model_t *m = w->load->model;
-    while (!atomic_load_explicit(&w->load->stop, memory_order_relaxed)) {
+    perf_load_t *l = w->load;
+    const perf_model_t *m = l->model;
+    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
         perf_resp_t r;
+        uint64_t sched = 0;
+        if (l->rate > 0 && !wait_until(l, sched = next_send(l)))
+            break;
         uint64_t t0 = perf_now_ns();
         nr_status_t *st = perf_exchange(&w->conn, "POST", m->path, &m->request, NULL, 0, &r);
         uint64_t t1 = perf_now_ns();
@@ -54,8 +97,10 @@ static void *worker_main(void *arg)
                 free(err);
         } else {
             w->acc.count++;
-            perf_hist_record(&w->acc.lat, t1 - t0);
+            w->acc.delayed += sched && t0 > sched + 1000000ull;
+            perf_hist_record(&w->acc.lat, t1 - (sched ? sched : t0));
             w->acc.send_ns += r.send_ns;
+            w->acc.lib_ns += t1 - t0;
             w->acc.recv_ns += r.recv_ns;
             w->acc.busy_ns += (double)(t1 - t0);
         }
@@ -67,11 +112,18 @@ static void *worker_main(void *arg)
 }
 
 nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64_t conc,
-                             perf_load_t **out)
+                             double rate, perf_load_t **out)
 {
     perf_load_t *l = nr_calloc(1, sizeof(*l));
     l->model = m;
     atomic_init(&l->stop, false);
+    pthread_mutex_init(&l->mu, NULL);
+    l->rate = rate;
+    l->poisson = o->poisson;
+    l->rng = 0x2545f4914f6cdd1dull; /* the same schedule every run, as perf_analyzer's */
+    l->next_ns = perf_now_ns();
+    if (rate > 0)
+        conc = o->max_threads ? o->max_threads : 16;
     l->w = nr_calloc(conc, sizeof(worker_t));
     l->win_start = perf_now_ns();
     nr_status_t *st = NULL;
@@ -105,8 +157,10 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
         into->end_ns = from->end_ns;
     into->count += from->count;
     into->errors += from->errors;
+    into->delayed += from->delayed;
     perf_hist_merge(&into->lat, &from->lat);
     into->send_ns += from->send_ns;
+    into->lib_ns += from->lib_ns;
     into->recv_ns += from->recv_ns;
     into->busy_ns += from->busy_ns;
     if (from->have_server) {
@@ -165,5 +219,6 @@ void perf_load_stop(perf_load_t *l)
         pthread_mutex_destroy(&l->w[i].mu);
     }
     free(l->w);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }

@@ -34,9 +34,11 @@ static const char usage_text[] =
     "  [--warmup-request-count <n>] [--collect-metrics] [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
+    "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
+    "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "-i grpc, --request-rate-range, --request-intervals, --streaming, --shared-memory system,\n"
-    "--input-data <file>, --profile-export-file, --binary-search.\n";
+    "-i grpc, --request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
+    "--profile-export-file, --binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -73,6 +75,26 @@ static void parse_range(perf_opts_t *o, const char *v)
         r[1] = r[0];
     o->conc_start = r[0], o->conc_end = r[1], o->conc_step = r[2];
     o->conc_given = true;
+}
+
+static void parse_rate_range(perf_opts_t *o, const char *v)
+{
+    double r[3] = {1, 1, 1};
+    char *s = nr_strdup(v), *save = NULL;
+    int i = 0;
+    for (char *t = strtok_r(s, ":", &save); t; t = strtok_r(NULL, ":", &save), i++) {
+        char *end;
+        if (i > 2)
+            usage_error("option request_rate_range can have maximum of three elements", NULL);
+        r[i] = strtod(t, &end);
+        if (*end != '\0' || r[i] < 0)
+            usage_error("failed to parse request-rate-range '%s'", v);
+    }
+    free(s);
+    if (i == 1)
+        r[1] = r[0];
+    o->rate_start = r[0], o->rate_end = r[1], o->rate_step = r[2];
+    o->rate_mode = true;
 }
 
 static void parse_shape(perf_opts_t *o, const char *v)
@@ -211,7 +233,16 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             o->percentile = (int)p;
             break;
         }
-        case OPT_MAX_THREADS: (void)parse_u64("max-threads", optarg); break;
+        case OPT_MAX_THREADS: o->max_threads = parse_u64("max-threads", optarg); break;
+        case OPT_RATE: parse_rate_range(o, optarg); break;
+        case OPT_DIST:
+            if (strcmp(optarg, "poisson") == 0)
+                o->poisson = true;
+            else if (strcmp(optarg, "constant") == 0)
+                o->poisson = false;
+            else
+                usage_error("unsupported request distribution '%s'", optarg);
+            break;
         case OPT_INPUT_DATA:
             if (strcmp(optarg, "zero") != 0 && strcmp(optarg, "random") != 0)
                 usage_error("--input-data '%s': only zero and random are supported by nereid-perf "
@@ -253,7 +284,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
-        case OPT_RATE: case OPT_DIST: case OPT_INTERVALS: case OPT_STREAMING: case OPT_EXPORT:
+        case OPT_INTERVALS: case OPT_STREAMING: case OPT_EXPORT:
         case OPT_BINARY: case OPT_REQUEST_COUNT:
             usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
             break;
@@ -270,6 +301,19 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         usage_error("-i grpc is not supported by nereid-perf yet: use -i http", NULL);
     if (o->batch < 1)
         usage_error("batch size must be > 0", NULL);
+    if (o->rate_mode && o->conc_given)
+        usage_error("Cannot specify --concurrency-range and --request-rate-range "
+                    "simultaneously.", NULL);
+    if (o->rate_mode) {
+        if (o->rate_start <= 0 || o->rate_step <= 0)
+            usage_error("request-rate-range start and step must be > 0", NULL);
+        if (o->rate_end == 0 && o->latency_limit_ms == 0)
+            usage_error("The end of the search range and the latency limit can not be both 0 "
+                        "(or 0.0) simultaneously", NULL);
+        if (o->rate_end != 0 && o->rate_end < o->rate_start)
+            usage_error("The end of the search range can not be less than the start", NULL);
+        return;
+    }
     if (o->conc_start < 1 || o->conc_step < 1)
         usage_error("concurrency-range start and step must be > 0", NULL);
     if (o->conc_end == 0 && o->latency_limit_ms == 0)
@@ -359,7 +403,7 @@ static int measure(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *
                    perf_step_t *s, step_result_t *res, char *why, size_t why_len)
 {
     perf_load_t *load;
-    nr_status_t *st = perf_load_start(o, m, s->value, &load);
+    nr_status_t *st = perf_load_start(o, m, s->value, o->rate_mode ? s->rate : 0, &load);
     if (st)
         return fail(NULL, st);
     perf_server_stats_t prev = {0}, now;
@@ -473,12 +517,22 @@ static int sweep(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m)
     size_t n = 0;
     int rc = PERF_EXIT_OK;
     nr_status_t *st;
-    for (uint64_t c = o->conc_start; o->conc_end == 0 || c <= o->conc_end; c += o->conc_step) {
-        printf("Request concurrency: %llu\n", (unsigned long long)c);
+    for (uint64_t i = 0;; i++) {
+        uint64_t c = o->conc_start + i * o->conc_step;
+        double rate = o->rate_start + (double)i * o->rate_step;
+        if (o->rate_mode ? o->rate_end != 0 && rate > o->rate_end * (1 + 1e-9)
+                         : o->conc_end != 0 && c > o->conc_end)
+            break;
+        if (o->rate_mode)
+            printf("Request Rate: %g inference requests per seconds\n", rate);
+        else
+            printf("Request concurrency: %llu\n", (unsigned long long)c);
         fflush(stdout);
         steps = nr_realloc(steps, (n + 1) * sizeof(*steps));
         perf_step_t *s = &steps[n];
         s->value = c;
+        s->rate = rate;
+        s->threads = o->rate_mode ? (o->max_threads ? o->max_threads : 16) : c;
         step_result_t res;
         char why[256] = "";
         int e = measure(conn, o, m, s, &res, why, sizeof(why));
@@ -488,10 +542,14 @@ static int sweep(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m)
             break;
         }
         if (res == STEP_UNSTABLE) {
-            fprintf(stderr, "Failed to obtain stable measurement within %d measurement windows "
-                    "for concurrency %llu. Please try to increase the %s.\n", o->max_trials,
-                    (unsigned long long)c, o->count_windows ? "--measurement-request-count"
-                                                            : "--measurement-interval");
+            if (o->rate_mode)
+                fprintf(stderr, "Failed to obtain stable measurement.\n");
+            else
+                fprintf(stderr, "Failed to obtain stable measurement within %d measurement "
+                        "windows for concurrency %llu. Please try to increase the %s.\n",
+                        o->max_trials, (unsigned long long)c,
+                        o->count_windows ? "--measurement-request-count"
+                                         : "--measurement-interval");
             fprintf(stderr, "%s\n", why);
             perf_window_free(&s->merged);
             if (n == 0) {

@@ -47,7 +47,13 @@ void perf_print_settings(const perf_opts_t *o)
                (unsigned long long)o->request_count);
     else
         printf("  Measurement window: %llu msec\n", (unsigned long long)o->interval_ms);
-    if (o->conc_given) {
+    if (o->rate_mode) {
+        printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
+        printf("  Request Rate limit: %g requests per seconds\n",
+               o->rate_start > o->rate_end ? o->rate_start : o->rate_end);
+        printf("  Using %s distribution on request generation\n",
+               o->poisson ? "poisson" : "uniform");
+    } else if (o->conc_given) {
         printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
         printf("  Concurrency limit: %llu concurrent requests\n",
                (unsigned long long)(o->conc_start > o->conc_end ? o->conc_start : o->conc_end));
@@ -111,12 +117,16 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     uint64_t n = w->count ? w->count : 1;
     printf("  Client: \n");
     printf("    Request count: %llu\n", (unsigned long long)w->count);
+    if (w->delayed)
+        printf("    [WARNING] Perf Analyzer was not able to keep up with the desired request rate. "
+               "%.2f%% of the requests were delayed. \n", 100.0 * (double)w->delayed /
+               (double)(w->count ? w->count : 1));
     printf("    Throughput: %g infer/sec\n", throughput(o, w));
-    if (o->verbose) {
-        double total = (double)(w->end_ns - w->start_ns) * (double)st->value;
-        double wait = (double)(h->sum - (double)w->send_ns - (double)w->recv_ns);
-        printf("    Avg client overhead: %.2f%%\n", total > 0 && wait < total
-                                                       ? 100.0 * (total - wait) / total : 0.0);
+    uint64_t send = w->send_ns / n, recv = w->recv_ns / n, lib = w->lib_ns / n;
+    if (o->verbose) { /* the share of the threads' time not spent waiting for the server */
+        double total = (double)(w->end_ns - w->start_ns) * (double)st->threads;
+        double work = (double)(w->send_ns + w->recv_ns);
+        printf("    Avg client overhead: %.2f%%\n", total > 0 ? 100.0 * work / total : 0.0);
     }
     if (o->percentile <= 0)
         printf("    Avg latency: %llu usec (standard deviation %llu usec)\n",
@@ -125,14 +135,13 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     size_t np = percentiles(o, ps);
     for (size_t i = 0; i < np; i++)
         printf("    p%d latency: %llu usec\n", ps[i], US(perf_hist_percentile(h, ps[i])));
-    uint64_t avg = (uint64_t)perf_hist_mean(h), send = w->send_ns / n, recv = w->recv_ns / n;
-    uint64_t wait = avg > send + recv ? avg - send - recv : 0;
+    uint64_t wait = lib > send + recv ? lib - send - recv : 0;
     if (o->verbose)
         printf("    Avg HTTP time: %llu usec (send %llu usec + response wait %llu usec + receive "
-               "%llu usec)\n", US(avg), US(send), US(wait), US(recv));
+               "%llu usec)\n", US(lib), US(send), US(wait), US(recv));
     else
         printf("    Avg HTTP time: %llu usec (send/recv %llu usec + response wait %llu usec)\n",
-               US(avg), US(send + recv), US(wait));
+               US(lib), US(send + recv), US(wait));
     if (w->have_server) {
         const perf_server_stats_t *s = &w->server;
         printf("  Server: \n");
@@ -159,10 +168,14 @@ void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n
         printf("Inferences/Second vs. Client p%d Batch Latency\n", o->percentile);
     else
         printf("Inferences/Second vs. Client Average Batch Latency\n");
-    for (size_t i = 0; i < n; i++)
-        printf("Concurrency: %llu, throughput: %g infer/sec, latency %llu usec\n",
-               (unsigned long long)steps[i].value, throughput(o, &steps[i].merged),
+    for (size_t i = 0; i < n; i++) {
+        if (o->rate_mode)
+            printf("Request Rate: %g, ", steps[i].rate);
+        else
+            printf("Concurrency: %llu, ", (unsigned long long)steps[i].value);
+        printf("throughput: %g infer/sec, latency %llu usec\n", throughput(o, &steps[i].merged),
                US(perf_stab_latency(o, &steps[i].merged)));
+    }
 }
 
 static int by_throughput(const void *a, const void *b, void *ctx)
@@ -181,7 +194,7 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
     bool server = n > 0 && steps[0].merged.have_server;
     int ps[5];
     size_t np = percentiles(o, ps);
-    fprintf(f, "Concurrency,Inferences/Second,Client Send,");
+    fprintf(f, "%s,Inferences/Second,Client Send,", o->rate_mode ? "Request Rate" : "Concurrency");
     if (server)
         fprintf(f, "Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute "
                    "Infer,Server Compute Output,");
@@ -197,10 +210,13 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
     for (size_t i = 0; i < n; i++) {
         const perf_window_t *w = &sorted[i].merged;
         uint64_t c = w->count ? w->count : 1;
-        double avg = perf_hist_mean(&w->lat);
+        double avg = perf_hist_mean(&w->lat), lib = (double)w->lib_ns / (double)c;
         uint64_t send = w->send_ns / c, recv = w->recv_ns / c;
-        fprintf(f, "%llu,%g,%llu,", (unsigned long long)sorted[i].value, throughput(o, w),
-                US(send));
+        if (o->rate_mode)
+            fprintf(f, "%g,", sorted[i].rate);
+        else
+            fprintf(f, "%llu,", (unsigned long long)sorted[i].value);
+        fprintf(f, "%g,%llu,", throughput(o, w), US(send));
         if (server) {
             server_avg_t a = server_avg(&w->server);
             double net = avg - (double)send - (double)recv - a.queue_ns - a.compute_ns;
@@ -218,7 +234,7 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
         if (o->verbose_csv) {
             if (o->percentile <= 0)
                 fprintf(f, ",%llu", US(avg));
-            double waitv = avg - (double)send - (double)recv;
+            double waitv = lib - (double)send - (double)recv;
             fprintf(f, ",%llu,%llu", US(send + recv), waitv > 0 ? US(waitv) : 0ull);
         }
         fprintf(f, "\n");
