@@ -1,8 +1,10 @@
 /* perf.h - nereid-perf, perf_analyzer's drop-in (issue #19): what its files share.
  *
  *   perf_main.c     flags (perf_analyzer's names, defaults and checks), the sweep, exit codes
- *   perf_client.c   a blocking HTTP/1.1 client (keep-alive), the server and model queries,
- *                   the infer request body (binary tensors)
+ *   perf_http.c     over HTTP: a blocking HTTP/1.1 client (keep-alive), the server and model
+ *                   queries perf_analyzer makes, the infer request (binary tensors)
+ *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
+ *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
  *   perf_load.c     the load (one thread per concurrency slot), windows, stability
  *   perf_hist.c     the latency histogram (log-linear, 3 significant digits, no sample cap)
  *   perf_report.c   perf_analyzer's console blocks, summary and CSV
@@ -63,7 +65,7 @@ typedef struct {
     size_t n_headers;
 } perf_opts_t;
 
-/* ---- perf_client.c ---- */
+/* ---- perf_http.c ---- */
 
 typedef struct {
     char host[256];
@@ -98,9 +100,10 @@ NR_MUST_CHECK nr_status_t *perf_get_json(perf_conn_t *c, const char *path, char 
 
 typedef struct {
     char *name, *datatype;
+    int elem_size;  /* bytes per element; 0 for BYTES */
     int64_t *shape; /* the request's shape, batch dimension included when batching */
     size_t n_shape;
-    size_t bytes;
+    size_t offset, bytes; /* its data in perf_model_data's buffer */
 } perf_input_t;
 
 typedef struct {
@@ -118,7 +121,22 @@ typedef struct {
 /* Reads the server and model metadata and config, checks -b against max_batch_size, applies
  * --shape, and builds the one request every worker sends. */
 NR_MUST_CHECK nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m);
+
+/* ---- perf_model.c: the model whatever the protocol ---- */
+
+uint64_t perf_now_ns(void);
+void perf_model_init(perf_model_t *m, const perf_opts_t *o);
 void perf_model_free(perf_model_t *m);
+/* perf_analyzer's refusal of -b > 1 for a model without batching. */
+NR_MUST_CHECK nr_status_t *perf_model_check_batch(const perf_model_t *m, const perf_opts_t *o);
+/* One input from its metadata (dims as the server lists them, -1 for a variable one): the
+ * request shape with -b in front when the model batches, --shape for the rest when given. */
+NR_MUST_CHECK nr_status_t *perf_input_init(perf_input_t *in, const char *name,
+                                           const char *datatype, const int64_t *dims, size_t nd,
+                                           int mbs, const perf_opts_t *o);
+/* Every input's bytes, one after another, into *data (initialised here); sets each input's
+ * offset and bytes. */
+void perf_model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data);
 
 typedef struct {
     uint64_t inference_count, execution_count, success_count, success_ns;
@@ -187,8 +205,6 @@ uint64_t perf_load_pending_count(perf_load_t *l);
 void perf_load_stop(perf_load_t *l);
 void perf_window_merge(perf_window_t *into, const perf_window_t *from);
 void perf_window_free(perf_window_t *w);
-
-uint64_t perf_now_ns(void);
 
 /* ---- perf_report.c ---- */
 

@@ -1,5 +1,5 @@
-/* perf_client.c - nereid-perf's HTTP/1.1 client (blocking, keep-alive, one per thread), the
- * server and model queries perf_analyzer makes, and the infer request (perf.h).
+/* perf_http.c - nereid-perf over HTTP (perf.h): a blocking HTTP/1.1 client (keep-alive, one
+ * per thread), the server and model queries perf_analyzer makes, and the infer request.
  *
  * The request is built once, headers and body together, with every input as a binary tensor
  * and every output asked for as binary data, as perf_analyzer's HTTP client sends it; each
@@ -23,12 +23,6 @@
 
 static nr_status_t *server_error(const perf_resp_t *r);
 
-uint64_t perf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 nr_status_t *perf_conn_init(perf_conn_t *c, const char *url)
 {
@@ -253,22 +247,7 @@ nr_status_t *perf_get_json(perf_conn_t *c, const char *path, char **text, size_t
     return NULL;
 }
 
-/* ---- the model ---- */
-
-static const struct {
-    const char *name;
-    size_t size;
-} g_types[] = {{"BOOL", 1},  {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4}, {"UINT64", 8},
-               {"INT8", 1},  {"INT16", 2}, {"INT32", 4},  {"INT64", 8},  {"FP16", 2},
-               {"FP32", 4},  {"FP64", 8},  {"BF16", 2},   {"BYTES", 0}};
-
-static int type_size(const char *dt)
-{
-    for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++)
-        if (strcmp(g_types[i].name, dt) == 0)
-            return (int)g_types[i].size;
-    return -1;
-}
+/* ---- the model, over HTTP ---- */
 
 static char *jstr(const nr_jv_t *v)
 {
@@ -290,49 +269,30 @@ static nr_status_t *fetch(perf_conn_t *c, const char *what, const char *path, ch
     return NULL;
 }
 
-static const perf_shape_t *shape_flag(const perf_opts_t *o, const char *name)
+/* One metadata tensor ({"name","datatype","shape"}) into in. */
+static nr_status_t *http_input(const nr_jv_t *e, int mbs, const perf_opts_t *o, perf_input_t *in)
 {
-    for (size_t i = 0; i < o->n_shapes; i++)
-        if (strcmp(o->shapes[i].name, name) == 0)
-            return &o->shapes[i];
-    return NULL;
-}
-
-/* The data of one input: zero, or random bytes (xorshift, fixed seed); BYTES elements are
- * --string-length random letters, each after its 4-byte length. */
-static void input_data(nr_buf_t *b, const perf_input_t *in, size_t elems, const perf_opts_t *o,
-                       uint64_t *seed)
-{
-    bool zero = o->input_data && strcmp(o->input_data, "zero") == 0;
-    if (strcmp(in->datatype, "BYTES") == 0) {
-        for (size_t i = 0; i < elems; i++) {
-            uint32_t n = (uint32_t)o->string_length;
-            nr_buf_append(b, &n, 4);
-            for (uint32_t k = 0; k < n; k++) {
-                *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-                nr_buf_putc(b, zero ? '0' : (char)('a' + *seed % 26));
-            }
-        }
-        return;
-    }
-    size_t n = in->bytes;
-    nr_buf_reserve(b, n);
-    for (size_t i = 0; i < n; i++) {
-        *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-        b->data[b->len + i] = zero ? 0 : (char)(*seed & 0x3f); /* small values: no NaN/Inf */
-    }
-    b->len += n;
+    const nr_jv_t *shape = nr_jv_get(e, "shape");
+    size_t nd = shape && shape->type == NR_JV_ARRAY ? shape->n : 0;
+    int64_t *dims = nr_calloc(nd + 1, sizeof(int64_t));
+    for (size_t k = 0; k < nd; k++)
+        dims[k] = nr_jv_is_number(&shape->u.items[k]) ? (int64_t)nr_jv_number(&shape->u.items[k])
+                                                      : -1;
+    char *name = jstr(nr_jv_get(e, "name")), *dt = jstr(nr_jv_get(e, "datatype"));
+    nr_status_t *st = perf_input_init(in, name, dt, dims, nd, mbs, o);
+    free(name);
+    free(dt);
+    free(dims);
+    return st;
 }
 
 nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m)
 {
-    memset(m, 0, sizeof(*m));
-    nr_buf_init(&m->request);
+    perf_model_init(m, o);
     char *t1 = NULL, *t2 = NULL, *t3 = NULL, *path = NULL;
     nr_json_doc_t *d1 = NULL, *d2 = NULL, *d3 = NULL;
     const nr_jv_t *server, *meta, *cfg;
     nr_status_t *st = NULL;
-    m->version = nr_strdup(o->version ? o->version : "");
     char *base = o->version ? nr_asprintf("/v2/models/%s/versions/%s", o->model, o->version)
                             : nr_asprintf("/v2/models/%s", o->model);
     if ((st = fetch(c, "model metadata", base, &t2, &d2, &meta)) != NULL)
@@ -349,70 +309,24 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
             m->has_stats = true;
     const nr_jv_t *mbs = nr_jv_get(cfg, "max_batch_size");
     m->max_batch_size = mbs && nr_jv_is_number(mbs) ? (int)nr_jv_number(mbs) : 0;
-    if (m->max_batch_size == 0 && o->batch > 1) {
-        st = nr_status_new(NR_INVALID_ARG, "can not specify batch size > 1 as the model does not "
-                           "support batching");
+    if ((st = perf_model_check_batch(m, o)) != NULL)
         goto out;
-    }
     const nr_jv_t *ins = nr_jv_get(meta, "inputs"), *outs = nr_jv_get(meta, "outputs");
-    m->n_inputs = ins && ins->type == NR_JV_ARRAY ? ins->n : 0;
-    m->inputs = nr_calloc(m->n_inputs ? m->n_inputs : 1, sizeof(perf_input_t));
-    for (size_t i = 0; i < m->n_inputs; i++) {
-        perf_input_t *in = &m->inputs[i];
-        const nr_jv_t *e = &ins->u.items[i], *shape = nr_jv_get(e, "shape");
-        in->name = jstr(nr_jv_get(e, "name"));
-        in->datatype = jstr(nr_jv_get(e, "datatype"));
-        int tsize = type_size(in->datatype);
-        if (tsize < 0) {
-            st = nr_status_new(NR_INVALID_ARG, "unsupported datatype '%s' for input '%s'",
-                               in->datatype, in->name);
-            goto out;
-        }
-        const perf_shape_t *given = shape_flag(o, in->name);
-        size_t nd = shape && shape->type == NR_JV_ARRAY ? shape->n : 0;
-        size_t skip = m->max_batch_size > 0 && nd > 0 ? 1 : 0; /* the batch dimension */
-        in->shape = nr_calloc(nd + (given ? given->n_dims : 0) + 1, sizeof(int64_t));
-        if (skip)
-            in->shape[in->n_shape++] = o->batch;
-        if (given) {
-            for (size_t k = 0; k < given->n_dims; k++)
-                in->shape[in->n_shape++] = given->dims[k];
-        } else {
-            for (size_t k = skip; k < nd; k++) {
-                int64_t d = nr_jv_is_number(&shape->u.items[k]) ? (int64_t)nr_jv_number(&shape->u.items[k]) : -1;
-                if (d < 0) {
-                    st = nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: input "
-                                       "%s contains dynamic shape, provide shapes to send "
-                                       "along with the request", in->name);
-                    goto out;
-                }
-                in->shape[in->n_shape++] = d;
-            }
-        }
-        size_t elems = 1;
-        for (size_t k = 0; k < in->n_shape; k++)
-            elems *= (size_t)in->shape[k];
-        in->bytes = elems * (size_t)tsize; /* BYTES: set when the data is built */
-    }
-    m->n_outputs = outs && outs->type == NR_JV_ARRAY ? outs->n : 0;
-    m->outputs = nr_calloc(m->n_outputs ? m->n_outputs : 1, sizeof(char *));
-    for (size_t i = 0; i < m->n_outputs; i++)
-        m->outputs[i] = jstr(nr_jv_get(&outs->u.items[i], "name"));
+    size_t n_in = ins && ins->type == NR_JV_ARRAY ? ins->n : 0;
+    m->inputs = nr_calloc(n_in + 1, sizeof(perf_input_t));
+    for (size_t i = 0; i < n_in && !st; i++, m->n_inputs++)
+        st = http_input(&ins->u.items[i], m->max_batch_size, o, &m->inputs[i]);
+    if (st)
+        goto out;
+    size_t n_out = outs && outs->type == NR_JV_ARRAY ? outs->n : 0;
+    m->outputs = nr_calloc(n_out + 1, sizeof(char *));
+    for (m->n_outputs = 0; m->n_outputs < n_out; m->n_outputs++)
+        m->outputs[m->n_outputs] = jstr(nr_jv_get(&outs->u.items[m->n_outputs], "name"));
 
-    /* the body: JSON header, then each input's bytes */
+    /* the request: JSON header, then each input's bytes */
     nr_buf_t data, json;
-    nr_buf_init(&data);
     nr_buf_init(&json);
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
-    size_t *sizes = nr_calloc(m->n_inputs + 1, sizeof(size_t));
-    for (size_t i = 0; i < m->n_inputs; i++) {
-        size_t before = data.len, elems = 1;
-        for (size_t k = 0; k < m->inputs[i].n_shape; k++)
-            elems *= (size_t)m->inputs[i].shape[k];
-        input_data(&data, &m->inputs[i], elems, o, &seed);
-        sizes[i] = data.len - before;
-        m->inputs[i].bytes = sizes[i];
-    }
+    perf_model_data(m, o, &data);
     nr_buf_puts(&json, "{\"inputs\":[");
     for (size_t i = 0; i < m->n_inputs; i++) {
         const perf_input_t *in = &m->inputs[i];
@@ -422,7 +336,7 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
         for (size_t k = 0; k < in->n_shape; k++)
             nr_buf_printf(&json, "%s%lld", k ? "," : "", (long long)in->shape[k]);
         nr_buf_printf(&json, "],\"datatype\":\"%s\",\"parameters\":{\"binary_data_size\":%zu}}",
-                      in->datatype, sizes[i]);
+                      in->datatype, in->bytes);
     }
     nr_buf_puts(&json, "],\"outputs\":[");
     for (size_t i = 0; i < m->n_outputs; i++) {
@@ -442,7 +356,6 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
     nr_buf_append(&m->request, data.data, data.len);
     nr_buf_free(&json);
     nr_buf_free(&data);
-    free(sizes);
 out:
     free(base);
     free(path);
@@ -455,46 +368,7 @@ out:
     return st;
 }
 
-void perf_model_free(perf_model_t *m)
-{
-    for (size_t i = 0; i < m->n_inputs; i++) {
-        free(m->inputs[i].name);
-        free(m->inputs[i].datatype);
-        free(m->inputs[i].shape);
-    }
-    for (size_t i = 0; i < m->n_outputs; i++)
-        free(m->outputs[i]);
-    free(m->inputs);
-    free(m->outputs);
-    free(m->version);
-    free(m->path);
-    nr_buf_free(&m->request);
-}
-
 /* ---- statistics ---- */
-
-#define N_STATS (sizeof(perf_server_stats_t) / sizeof(uint64_t)) /* all uint64_t */
-
-void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b)
-{
-    uint64_t v[N_STATS], w[N_STATS];
-    memcpy(v, a, sizeof(v));
-    memcpy(w, b, sizeof(w));
-    for (size_t i = 0; i < N_STATS; i++)
-        v[i] += w[i];
-    memcpy(a, v, sizeof(v));
-}
-
-void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
-                     const perf_server_stats_t *prev)
-{
-    uint64_t v[N_STATS], w[N_STATS];
-    memcpy(v, now, sizeof(v));
-    memcpy(w, prev, sizeof(w));
-    for (size_t i = 0; i < N_STATS; i++)
-        v[i] -= w[i];
-    memcpy(d, v, sizeof(v));
-}
 
 static uint64_t u64_at(const nr_jv_t *o, const char *a, const char *b)
 {

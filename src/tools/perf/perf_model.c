@@ -1,0 +1,158 @@
+/* perf_model.c - what nereid-perf knows of the model whatever the protocol (perf.h): each
+ * input's request shape (--shape, -b) and data (--input-data zero|random, --string-length),
+ * perf_analyzer's batch check, and the arithmetic on server statistics. perf_http.c and
+ * perf_grpc.c read the metadata and build their request from this.
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t perf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const struct {
+    const char *name;
+    int size;
+} g_types[] = {{"BOOL", 1},  {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4}, {"UINT64", 8},
+               {"INT8", 1},  {"INT16", 2}, {"INT32", 4},  {"INT64", 8},  {"FP16", 2},
+               {"FP32", 4},  {"FP64", 8},  {"BF16", 2},   {"BYTES", 0}};
+
+static int type_size(const char *dt)
+{
+    for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++)
+        if (strcmp(g_types[i].name, dt) == 0)
+            return g_types[i].size;
+    return -1;
+}
+
+void perf_model_init(perf_model_t *m, const perf_opts_t *o)
+{
+    memset(m, 0, sizeof(*m));
+    nr_buf_init(&m->request);
+    m->version = nr_strdup(o->version ? o->version : "");
+}
+
+nr_status_t *perf_model_check_batch(const perf_model_t *m, const perf_opts_t *o)
+{
+    if (m->max_batch_size == 0 && o->batch > 1)
+        return nr_status_new(NR_INVALID_ARG, "can not specify batch size > 1 as the model does "
+                             "not support batching");
+    return NULL;
+}
+
+nr_status_t *perf_input_init(perf_input_t *in, const char *name, const char *datatype,
+                             const int64_t *dims, size_t nd, int mbs, const perf_opts_t *o)
+{
+    in->name = nr_strdup(name);
+    in->datatype = nr_strdup(datatype);
+    in->elem_size = type_size(datatype);
+    if (in->elem_size < 0)
+        return nr_status_new(NR_INVALID_ARG, "unsupported datatype '%s' for input '%s'",
+                             datatype, name);
+    const perf_shape_t *given = NULL;
+    for (size_t i = 0; i < o->n_shapes; i++)
+        if (strcmp(o->shapes[i].name, name) == 0)
+            given = &o->shapes[i];
+    size_t skip = mbs > 0 && nd > 0 ? 1 : 0; /* the batch dimension */
+    in->shape = nr_calloc(nd + (given ? given->n_dims : 0) + 1, sizeof(int64_t));
+    if (skip)
+        in->shape[in->n_shape++] = o->batch;
+    if (given) {
+        for (size_t k = 0; k < given->n_dims; k++)
+            in->shape[in->n_shape++] = given->dims[k];
+        return NULL;
+    }
+    for (size_t k = skip; k < nd; k++) {
+        if (dims[k] < 0)
+            return nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: input %s "
+                                 "contains dynamic shape, provide shapes to send along with the "
+                                 "request", name);
+        in->shape[in->n_shape++] = dims[k];
+    }
+    return NULL;
+}
+
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+void perf_model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data)
+{
+    bool zero = o->input_data && strcmp(o->input_data, "zero") == 0;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    nr_buf_init(data);
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        perf_input_t *in = &m->inputs[i];
+        size_t before = data->len, elems = 1;
+        for (size_t k = 0; k < in->n_shape; k++)
+            elems *= (size_t)in->shape[k];
+        if (in->elem_size == 0) { /* BYTES: 4-byte length, then --string-length letters */
+            for (size_t e = 0; e < elems; e++) {
+                uint32_t n = (uint32_t)o->string_length;
+                nr_buf_append(data, &n, 4);
+                for (uint32_t k = 0; k < n; k++)
+                    nr_buf_putc(data, zero ? '0' : (char)('a' + next(&seed) % 26));
+            }
+        } else { /* small random bytes: no NaN or Inf in floating-point inputs */
+            size_t n = elems * (size_t)in->elem_size;
+            nr_buf_reserve(data, n);
+            for (size_t k = 0; k < n; k++)
+                data->data[data->len + k] = zero ? 0 : (char)(next(&seed) & 0x3f);
+            data->len += n;
+        }
+        in->offset = before;
+        in->bytes = data->len - before;
+    }
+}
+
+void perf_model_free(perf_model_t *m)
+{
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        free(m->inputs[i].name);
+        free(m->inputs[i].datatype);
+        free(m->inputs[i].shape);
+    }
+    for (size_t i = 0; i < m->n_outputs; i++)
+        free(m->outputs[i]);
+    free(m->inputs);
+    free(m->outputs);
+    free(m->version);
+    free(m->path);
+    nr_buf_free(&m->request);
+}
+
+/* ---- server statistics ---- */
+
+#define N_STATS (sizeof(perf_server_stats_t) / sizeof(uint64_t)) /* all uint64_t */
+
+void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b)
+{
+    uint64_t v[N_STATS], w[N_STATS];
+    memcpy(v, a, sizeof(v));
+    memcpy(w, b, sizeof(w));
+    for (size_t i = 0; i < N_STATS; i++)
+        v[i] += w[i];
+    memcpy(a, v, sizeof(v));
+}
+
+void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
+                     const perf_server_stats_t *prev)
+{
+    uint64_t v[N_STATS], w[N_STATS];
+    memcpy(v, now, sizeof(v));
+    memcpy(w, prev, sizeof(w));
+    for (size_t i = 0; i < N_STATS; i++)
+        v[i] -= w[i];
+    memcpy(d, v, sizeof(v));
+}
+
