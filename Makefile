@@ -43,11 +43,12 @@ REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
         fuzz-build ci-sanitize
 all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf
 
-# nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links only nereid's common code.
+# nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links nereid's common code and the
+# gRPC messages (libnereid.a), gRPC's C core and protobuf-c.
 PERF_SRC := $(wildcard src/tools/perf/*.c)
 $(BUILD)/bin/nereid-perf: $(PERF_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ -lm -pthread
+	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
 
 # Keep the test objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY:

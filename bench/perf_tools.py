@@ -16,9 +16,11 @@ from benchlib import NEREID, PA, REPO, start_server, stop_server
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERF = os.path.join(os.path.dirname(NEREID), "nereid-perf")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
-PORT = 18990
-CASES = [("simple", [], 1), ("identity_fp32", ["--shape", "INPUT0:16"], 1),
-         ("identity_fp32", ["--shape", "INPUT0:16"], 16)]
+PORT, GRPC_PORT = 18990, 18991
+# (model, flags, concurrency, protocol)
+CASES = [("simple", [], 1, "http"), ("identity_fp32", ["--shape", "INPUT0:16"], 1, "http"),
+         ("identity_fp32", ["--shape", "INPUT0:16"], 16, "http"),
+         ("identity_fp32", ["--shape", "INPUT0:16"], 16, "grpc")]
 
 
 def server_count(model):
@@ -28,11 +30,12 @@ def server_count(model):
     return sum(s["inference_count"] for s in stats)
 
 
-def run(tool, model, extra, conc):
+def run(tool, model, extra, conc, protocol):
     """(infer/s, p95 us, client CPU us per request), or None if the run failed or timed out."""
     before = server_count(model)
-    args = [tool, "-m", model, "-u", f"127.0.0.1:{PORT}", "-p", "2000", "-s", "1000", "-r", "4",
-            "--concurrency-range", str(conc), *extra]
+    port = GRPC_PORT if protocol == "grpc" else PORT
+    args = [tool, "-m", model, "-u", f"127.0.0.1:{port}", "-i", protocol, "-p", "2000",
+            "-s", "1000", "-r", "4", "--concurrency-range", str(conc), *extra]
     with tempfile.TemporaryFile("w+") as f:
         p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, text=True)
         t0, status, ru = time.time(), None, None
@@ -56,28 +59,28 @@ def run(tool, model, extra, conc):
 
 
 def main():
-    srv = start_server(REPO, PORT)
+    srv = start_server(REPO, PORT, f"--grpc-port={GRPC_PORT}", "--allow-metrics=false")
     res = {}
     try:
         for _ in range(ROUNDS):
             for case in CASES:
                 for name, tool in (("nereid-perf", PERF), ("perf_analyzer", PA)):
-                    res.setdefault((case[0], case[2], name), []).append(run(tool, *case))
+                    res.setdefault((case[0], case[2], case[3], name), []).append(run(tool, *case))
     finally:
         stop_server(srv)
     print("\n## nereid-perf and perf_analyzer 2.51 on the same server (bench/perf_tools.py, "
           f"{ROUNDS} interleaved rounds, medians)\n")
-    print("| model | c | tool | infer/s | p95 | client CPU per request | runs finished |")
-    print("|---|---:|---|---:|---:|---:|---:|")
-    for (model, conc, name), rs in res.items():
+    print("| model | c | protocol | tool | infer/s | p95 | client CPU per request | runs finished |")
+    print("|---|---:|---|---|---:|---:|---:|---:|")
+    for (model, conc, proto, name), rs in res.items():
         ok = [r for r in rs if r]
         if not ok:
-            print(f"| {model} | {conc} | {name} | - | - | - | 0/{len(rs)} |")
+            print(f"| {model} | {conc} | {proto} | {name} | - | - | - | 0/{len(rs)} |")
             continue
         med = lambda i: statistics.median(r[i] for r in ok)
         cpus = [r[2] for r in ok if r[2]]
         cpu = f"{statistics.median(cpus):.1f} us" if cpus else "-"
-        print(f"| {model} | {conc} | {name} | {med(0):.0f} | {med(1)} us | {cpu} | "
+        print(f"| {model} | {conc} | {proto} | {name} | {med(0):.0f} | {med(1)} us | {cpu} | "
               f"{len(ok)}/{len(rs)} |")
 
 

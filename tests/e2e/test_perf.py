@@ -35,17 +35,25 @@ def url(small_server):
     return f"127.0.0.1:{small_server.port}"
 
 
+@pytest.fixture(scope="module")
+def grpc_url(small_server):
+    return small_server.grpc_url
+
+
 @pytest.mark.parametrize("args", [
     ["--concurrency-range", "1:2"],
     ["-v", "--percentile=95"],
     ["-b", "2", "--measurement-mode", "count_windows", "--measurement-request-count", "20"],
     ["--request-rate-range", "100:200:100", "--request-distribution", "poisson", "-v"],
 ])
-def test_output_matches_perf_analyzer_line_for_line(url, tmp_path, args):
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, tmp_path, args, protocol):
     out = {}
+    u = grpc_url if protocol == "grpc" else url
     for name, tool in (("pa", PA), ("perf", PERF)):
         csv = tmp_path / f"{name}.csv"
-        r = run(tool, ["-m", "simple", "-u", url, *FAST, "-f", str(csv), "--verbose-csv", *args])
+        r = run(tool, ["-m", "simple", "-u", u, "-i", protocol, *FAST, "-f", str(csv),
+                       "--verbose-csv", *args])
         assert r.returncode == 0, (name, r.stdout, r.stderr)
         out[name] = (r.stdout, csv.read_text().splitlines())
     assert template(out["perf"][0]) == template(out["pa"][0]), out["perf"][0]
@@ -70,6 +78,7 @@ def test_the_figures_are_the_servers(url, tmp_path):
     assert abs(ok - req) <= max(8, req // 20), r.stdout
 
 
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("model,extra", [
     ("nosuch", []),                       # unknown model
     ("identity_fp32", []),                # a -1 dim without --shape
@@ -77,10 +86,11 @@ def test_the_figures_are_the_servers(url, tmp_path):
     ("simple", ["-r", "1"]),              # cannot be stable in one window
     ("simple", ["--bogus"]),              # an unknown flag
 ])
-def test_errors_and_exit_codes_match_perf_analyzer(url, model, extra):
+def test_errors_and_exit_codes_match_perf_analyzer(url, grpc_url, model, extra, protocol):
     got = {}
+    u = grpc_url if protocol == "grpc" else url
     for name, tool in (("pa", PA), ("perf", PERF)):
-        r = run(tool, ["-m", model, "-u", url, *FAST, *extra])
+        r = run(tool, ["-m", model, "-u", u, "-i", protocol, *FAST, *extra])
         err = [l for l in r.stderr.splitlines()
                if l and not l.startswith(("\t", " ", "nereid-perf: "))]  # nereid-perf's own lines
         if extra == ["--bogus"]:  # getopt names the program; the usage texts differ
@@ -138,6 +148,10 @@ def test_refused_connection(tmp_path):
         assert (r.returncode, r.stderr.strip()) == (
             99, "error: failed to get model metadata: HTTP client failed: Couldn't connect to "
                 "server"), (tool, r.stderr)
+        r = run(tool, ["-m", "simple", "-u", f"127.0.0.1:{port}", "-i", "grpc"])
+        assert r.returncode == 99, (tool, r.stderr)
+        assert r.stderr.startswith("error: failed to get model metadata: failed to connect to all "
+                                   "addresses"), (tool, r.stderr)
 
 
 def test_shape_and_input_data(url):

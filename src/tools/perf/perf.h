@@ -57,6 +57,7 @@ typedef struct {
     uint64_t latency_limit_ms;
     int percentile; /* -1: average */
     bool async, verbose_csv, verbose;
+    bool grpc; /* -i grpc */
     uint64_t warmup;
     int string_length;
     perf_shape_t *shapes;
@@ -150,6 +151,26 @@ NR_MUST_CHECK nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *
 void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b);
 void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
                      const perf_server_stats_t *prev);
+
+/* ---- perf_grpc.c (grpc_init() first) ---- */
+
+typedef struct grpc_channel grpc_channel;
+typedef struct grpc_completion_queue grpc_completion_queue;
+typedef struct {
+    grpc_channel *ch;
+    grpc_completion_queue *cq;
+} perf_grpc_t;
+
+NR_MUST_CHECK nr_status_t *perf_grpc_open(perf_grpc_t *g, const char *url);
+void perf_grpc_close(perf_grpc_t *g);
+/* perf_model_load over gRPC: m->request is the serialized ModelInferRequest. */
+NR_MUST_CHECK nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o,
+                                                perf_model_t *m);
+NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o,
+                                                  perf_server_stats_t *s);
+/* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. */
+NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const perf_model_t *m,
+                                           nr_buf_t *scratch, perf_resp_t *r);
 
 /* ---- perf_hist.c ---- */
 

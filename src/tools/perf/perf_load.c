@@ -23,13 +23,16 @@
 typedef struct {
     pthread_t tid;
     pthread_mutex_t mu;
-    perf_conn_t conn;
+    perf_conn_t conn; /* HTTP */
+    perf_grpc_t grpc; /* gRPC */
+    nr_buf_t scratch; /* gRPC: the last response */
     perf_window_t acc; /* the current window's share of this worker */
     perf_load_t *load;
 } worker_t;
 
 struct perf_load_s {
     const perf_model_t *model;
+    bool grpc;
     atomic_bool stop;
     /* rate mode: the schedule, taken in order under mu */
     double rate;
@@ -80,12 +83,14 @@ static void *worker_main(void *arg)
         if (l->rate > 0 && !wait_until(l, sched = next_send(l)))
             break;
         uint64_t t0 = perf_now_ns();
-        nr_status_t *st = perf_exchange(&w->conn, "POST", m->path, &m->request, NULL, 0, &r);
+        nr_status_t *st = l->grpc ? perf_grpc_infer(&w->grpc, m, &w->scratch, &r)
+                                  : perf_exchange(&w->conn, "POST", m->path, &m->request, NULL, 0,
+                                                  &r);
         uint64_t t1 = perf_now_ns();
         char *err = NULL;
         if (st)
             err = nr_strdup(st->msg);
-        else if (r.status != 200)
+        else if (!l->grpc && r.status != 200)
             err = perf_error_text(&r);
         nr_status_free(st);
         pthread_mutex_lock(&w->mu);
@@ -111,11 +116,23 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static void worker_close(worker_t *w)
+{
+    if (w->load->grpc)
+        perf_grpc_close(&w->grpc);
+    else
+        perf_conn_close(&w->conn);
+    nr_buf_free(&w->scratch);
+    perf_window_free(&w->acc);
+    pthread_mutex_destroy(&w->mu);
+}
+
 nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64_t conc,
                              double rate, perf_load_t **out)
 {
     perf_load_t *l = nr_calloc(1, sizeof(*l));
     l->model = m;
+    l->grpc = o->grpc;
     atomic_init(&l->stop, false);
     pthread_mutex_init(&l->mu, NULL);
     l->rate = rate;
@@ -131,12 +148,12 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
         worker_t *w = &l->w[i];
         w->load = l;
         pthread_mutex_init(&w->mu, NULL);
-        st = perf_conn_init(&w->conn, o->url);
+        nr_buf_init(&w->scratch);
+        st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);
         if (st == NULL && pthread_create(&w->tid, NULL, worker_main, w) != 0)
             st = nr_status_new(NR_INTERNAL, "cannot start a load thread");
         if (st) {
-            perf_conn_close(&w->conn);
-            pthread_mutex_destroy(&w->mu);
+            worker_close(w);
             break;
         }
         l->n++;
@@ -214,9 +231,7 @@ void perf_load_stop(perf_load_t *l)
     atomic_store(&l->stop, true);
     for (size_t i = 0; i < l->n; i++) {
         pthread_join(l->w[i].tid, NULL);
-        perf_conn_close(&l->w[i].conn);
-        perf_window_free(&l->w[i].acc);
-        pthread_mutex_destroy(&l->w[i].mu);
+        worker_close(&l->w[i]);
     }
     free(l->w);
     pthread_mutex_destroy(&l->mu);

@@ -13,6 +13,7 @@
 #include "../../common/alloc.h"
 
 #include <getopt.h>
+#include <grpc/grpc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ static const char usage_text[] =
     "Usage: nereid-perf [options]\n"
     "==== SYNOPSIS ====\n"
     "\n"
-    "  -m <model name> [-x <model version>] [-u <url>] [-i http] [-b <batch size>]\n"
+    "  -m <model name> [-x <model version>] [-u <url>] [-i http|grpc] [-b <batch size>]\n"
     "  [--concurrency-range <start:end:step>] [-p|--measurement-interval <ms>]\n"
     "  [--measurement-mode time_windows|count_windows] [--measurement-request-count <n>]\n"
     "  [-s|--stability-percentage <pct>] [-r|--max-trials <n>] [-l|--latency-threshold <ms>]\n"
@@ -37,7 +38,7 @@ static const char usage_text[] =
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "-i grpc, --request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
+    "--request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
     "--profile-export-file, --binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
@@ -169,7 +170,7 @@ static const struct option long_opts[] = {
 static void parse_args(int argc, char **argv, perf_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
-    o->url = "localhost:8000";
+    o->url = NULL; /* localhost:8000, or localhost:8001 with -i grpc */
     o->protocol = "http";
     o->batch = 1;
     o->conc_start = o->conc_end = o->conc_step = 1;
@@ -297,8 +298,11 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (o->model == NULL)
         usage_error("-m flag must be specified", NULL);
-    if (strcasecmp(o->protocol, "grpc") == 0)
-        usage_error("-i grpc is not supported by nereid-perf yet: use -i http", NULL);
+    o->grpc = strcasecmp(o->protocol, "grpc") == 0;
+    if (o->url == NULL)
+        o->url = o->grpc ? "localhost:8001" : "localhost:8000";
+    if (o->grpc && o->n_headers)
+        usage_error("-H is only for HTTP (perf_analyzer: headers are an HTTP feature)", NULL);
     if (o->batch < 1)
         usage_error("batch size must be > 0", NULL);
     if (o->rate_mode && o->conc_given)
@@ -397,9 +401,21 @@ static int fail(const char *what, nr_status_t *st)
     return PERF_EXIT_ERROR;
 }
 
+/* The main thread's connection: the model's queries and the statistics, over either protocol. */
+typedef struct {
+    bool grpc;
+    perf_conn_t http;
+    perf_grpc_t g;
+} ctl_t;
+
+static nr_status_t *ctl_stats(ctl_t *c, const perf_opts_t *o, perf_server_stats_t *s)
+{
+    return c->grpc ? perf_grpc_server_stats(&c->g, o, s) : perf_server_stats(&c->http, o, s);
+}
+
 /* Measures one concurrency into s->merged; returns an exit code on a fatal error, else -1
  * and *res. */
-static int measure(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m,
+static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
                    perf_step_t *s, step_result_t *res, char *why, size_t why_len)
 {
     perf_load_t *load;
@@ -407,7 +423,7 @@ static int measure(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *
     if (st)
         return fail(NULL, st);
     perf_server_stats_t prev = {0}, now;
-    if (m->has_stats && (st = perf_server_stats(conn, o, &prev)) != NULL) {
+    if (m->has_stats && (st = ctl_stats(conn, o, &prev)) != NULL) {
         perf_load_stop(load);
         return fail(NULL, st);
     }
@@ -431,7 +447,7 @@ static int measure(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *
         perf_load_cut(load, w);
         done++;
         if (m->has_stats) {
-            if ((st = perf_server_stats(conn, o, &now)) != NULL) {
+            if ((st = ctl_stats(conn, o, &now)) != NULL) {
                 rc = fail(NULL, st);
                 break;
             }
@@ -511,7 +527,7 @@ static void opts_free(perf_opts_t *o)
 }
 
 /* The sweep over --concurrency-range; returns the exit code. */
-static int sweep(perf_conn_t *conn, const perf_opts_t *o, const perf_model_t *m)
+static int sweep(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
 {
     perf_step_t *steps = NULL;
     size_t n = 0;
@@ -583,32 +599,49 @@ int main(int argc, char **argv)
 {
     perf_opts_t o;
     parse_args(argc, argv, &o);
-    perf_conn_t conn;
+    ctl_t c = {.grpc = o.grpc};
     perf_model_t m;
+    nr_buf_t scratch;
+    nr_buf_init(&scratch);
     int rc = PERF_EXIT_OK;
-    nr_status_t *st = perf_conn_init(&conn, o.url);
+    nr_status_t *st;
+    if (o.grpc) {
+        grpc_init();
+        st = perf_grpc_open(&c.g, o.url);
+    } else {
+        st = perf_conn_init(&c.http, o.url);
+    }
     if (st) {
         rc = fail("failed to get model metadata", st);
         goto out;
     }
-    if ((st = perf_model_load(&conn, &o, &m)) != NULL) {
+    st = o.grpc ? perf_grpc_model_load(&c.g, &o, &m) : perf_model_load(&c.http, &o, &m);
+    if (st) {
         rc = fail(NULL, st);
         goto out_model;
     }
     for (uint64_t i = 0; i < o.warmup && rc == PERF_EXIT_OK; i++) {
         perf_resp_t r;
-        if ((st = perf_exchange(&conn, "POST", m.path, &m.request, NULL, 0, &r)) != NULL)
+        st = o.grpc ? perf_grpc_infer(&c.g, &m, &scratch, &r)
+                    : perf_exchange(&c.http, "POST", m.path, &m.request, NULL, 0, &r);
+        if (st)
             rc = fail("warmup", st);
     }
     if (rc == PERF_EXIT_OK) {
         perf_print_settings(&o);
         fflush(stdout);
-        rc = sweep(&conn, &o, &m);
+        rc = sweep(&c, &o, &m);
     }
 out_model:
     perf_model_free(&m);
 out:
-    perf_conn_close(&conn);
+    if (o.grpc) {
+        perf_grpc_close(&c.g);
+        grpc_shutdown();
+    } else {
+        perf_conn_close(&c.http);
+    }
+    nr_buf_free(&scratch);
     opts_free(&o);
     return rc;
 }

@@ -136,7 +136,13 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     for (size_t i = 0; i < np; i++)
         printf("    p%d latency: %llu usec\n", ps[i], US(perf_hist_percentile(h, ps[i])));
     uint64_t wait = lib > send + recv ? lib - send - recv : 0;
-    if (o->verbose)
+    if (o->grpc && o->verbose)
+        printf("    Avg gRPC time: %llu usec (marshal %llu usec + response wait %llu usec + "
+               "unmarshal %llu usec)\n", US(lib), US(send), US(wait), US(recv));
+    else if (o->grpc)
+        printf("    Avg gRPC time: %llu usec ((un)marshal request/response %llu usec + response "
+               "wait %llu usec)\n", US(lib), US(send + recv), US(wait));
+    else if (o->verbose)
         printf("    Avg HTTP time: %llu usec (send %llu usec + response wait %llu usec + receive "
                "%llu usec)\n", US(lib), US(send), US(wait), US(recv));
     else

@@ -1,0 +1,307 @@
+/* perf_grpc.c - nereid-perf over gRPC (perf.h): blocking unary calls on gRPC's C core (one
+ * channel with its own connection and its own completion queue per thread), the queries
+ * perf_analyzer makes (ModelMetadata, ModelConfig, ServerMetadata, ModelStatistics) read with
+ * protobuf-c from nereid's .proto description, and ModelInfer with the inputs as
+ * raw_input_contents, serialized once and sent by every worker as it is.
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+#include "../../common/varint.h"
+#include "grpc_service.pb-c.h"
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METHOD(m) "/inference.GRPCInferenceService/" m
+
+nr_status_t *perf_grpc_open(perf_grpc_t *g, const char *url)
+{
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    /* a private subchannel pool: every channel its own connection, as every HTTP worker has */
+    grpc_arg a[2] = {
+        {GRPC_ARG_INTEGER, (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}},
+        {GRPC_ARG_INTEGER, (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = -1}},
+    };
+    grpc_channel_args ca = {2, a};
+    g->ch = grpc_channel_create(url, creds, &ca);
+    grpc_channel_credentials_release(creds);
+    g->cq = grpc_completion_queue_create_for_pluck(NULL);
+    return g->ch && g->cq ? NULL : nr_status_new(NR_UNAVAILABLE, "cannot create a gRPC channel "
+                                                 "to '%s'", url);
+}
+
+void perf_grpc_close(perf_grpc_t *g)
+{
+    if (g->ch)
+        grpc_channel_destroy(g->ch);
+    if (g->cq) {
+        grpc_completion_queue_shutdown(g->cq);
+        grpc_completion_queue_destroy(g->cq);
+    }
+    memset(g, 0, sizeof(*g));
+}
+
+/* One unary call; the response's bytes into *out (reset first). r (may be NULL) gets the time
+ * spent building the request's buffer (send_ns) and reading the response's (recv_ns). */
+static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, size_t len,
+                         nr_buf_t *out, perf_resp_t *r)
+{
+    /* marshal: gRPC gets its own copy (its threads may still read it after the call returns,
+     * through synchronisation ThreadSanitizer cannot see in the uninstrumented library) */
+    uint64_t t0 = perf_now_ns();
+    grpc_slice s = grpc_slice_from_copied_buffer(req, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_slice_unref(s);
+    uint64_t t1 = perf_now_ns();
+    grpc_call *c = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, g->cq,
+                                            grpc_slice_from_static_string(method), NULL,
+                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_metadata_array md, trailers;
+    grpc_metadata_array_init(&md);
+    grpc_metadata_array_init(&trailers);
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trailers;
+    ops[5].data.recv_status_on_client.status = &status;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    nr_status_t *st = NULL;
+    if (grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK)
+        st = nr_status_new(NR_INTERNAL, "cannot start a gRPC call");
+    else
+        (void)grpc_completion_queue_pluck(g->cq, c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    uint64_t t2 = perf_now_ns();
+    if (st == NULL && status != GRPC_STATUS_OK) {
+        char *d = grpc_slice_to_c_string(details);
+        st = nr_status_new(NR_UNAVAILABLE, "%s", d);
+        gpr_free(d);
+    }
+    nr_buf_reset(out);
+    if (st == NULL && recv) {
+        grpc_byte_buffer_reader rd;
+        if (grpc_byte_buffer_reader_init(&rd, recv)) {
+            grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
+            nr_buf_append(out, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+            grpc_slice_unref(all);
+            grpc_byte_buffer_reader_destroy(&rd);
+        }
+    }
+    if (r) {
+        r->status = st ? (int)status : 0;
+        r->send_ns = t1 - t0;
+        r->recv_ns = perf_now_ns() - t2;
+    }
+    if (recv)
+        grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&md);
+    grpc_metadata_array_destroy(&trailers);
+    grpc_call_unref(c);
+    return st;
+}
+
+nr_status_t *perf_grpc_infer(perf_grpc_t *g, const perf_model_t *m, nr_buf_t *scratch,
+                             perf_resp_t *r)
+{
+    return call(g, METHOD("ModelInfer"), m->request.data, m->request.len, scratch, r);
+}
+
+/* A query: pack `req`, call, the response's bytes into *out; errors "failed to get <what>: ". */
+static nr_status_t *query(perf_grpc_t *g, const char *what, const char *method,
+                          const ProtobufCMessage *req, nr_buf_t *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(req);
+    uint8_t *buf = nr_malloc(len ? len : 1);
+    protobuf_c_message_pack(req, buf);
+    nr_status_t *st = call(g, method, buf, len, out, NULL);
+    free(buf);
+    if (st) {
+        nr_status_t *e = nr_status_new(st->code, "failed to get %s: %s", what, st->msg);
+        nr_status_free(st);
+        return e;
+    }
+    return NULL;
+}
+
+/* ModelConfig's max_batch_size (field 4, a varint) from its serialized bytes. */
+static int max_batch_size(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint64_t tag, v;
+        size_t k = nr_varint_get(p + i, n - i, &tag);
+        if (k == 0)
+            return 0;
+        i += k;
+        switch (tag & 7) {
+        case 0:
+            if ((k = nr_varint_get(p + i, n - i, &v)) == 0)
+                return 0;
+            if (tag >> 3 == 4)
+                return (int)v;
+            i += k;
+            break;
+        case 1: i += 8; break;
+        case 5: i += 4; break;
+        case 2:
+            if ((k = nr_varint_get(p + i, n - i, &v)) == 0 || v > n)
+                return 0;
+            i += k + v;
+            break;
+        default: return 0;
+        }
+    }
+    return 0;
+}
+
+nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_model_t *m)
+{
+    perf_model_init(m, o);
+    nr_buf_t resp;
+    nr_buf_init(&resp);
+    char *version = (char *)(o->version ? o->version : "");
+    Inference__ModelMetadataRequest mreq = INFERENCE__MODEL_METADATA_REQUEST__INIT;
+    mreq.name = (char *)o->model, mreq.version = version;
+    Inference__ModelMetadataResponse *meta = NULL;
+    Inference__ModelConfigResponse *cfg = NULL;
+    Inference__ServerMetadataResponse *server = NULL;
+    nr_status_t *st = query(g, "model metadata", METHOD("ModelMetadata"), &mreq.base, &resp);
+    if (st == NULL && (meta = inference__model_metadata_response__unpack(
+                           NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
+        st = nr_status_new(NR_INTERNAL, "failed to get model metadata: unreadable response");
+    Inference__ModelConfigRequest creq = INFERENCE__MODEL_CONFIG_REQUEST__INIT;
+    creq.name = (char *)o->model, creq.version = version;
+    if (st == NULL)
+        st = query(g, "model config", METHOD("ModelConfig"), &creq.base, &resp);
+    if (st == NULL && (cfg = inference__model_config_response__unpack(
+                           NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
+        st = nr_status_new(NR_INTERNAL, "failed to get model config: unreadable response");
+    Inference__ServerMetadataRequest sreq = INFERENCE__SERVER_METADATA_REQUEST__INIT;
+    if (st == NULL)
+        st = query(g, "server metadata", METHOD("ServerMetadata"), &sreq.base, &resp);
+    if (st == NULL && (server = inference__server_metadata_response__unpack(
+                           NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
+        st = nr_status_new(NR_INTERNAL, "failed to get server metadata: unreadable response");
+    if (st == NULL) {
+        for (size_t i = 0; i < server->n_extensions; i++)
+            m->has_stats |= strcmp(server->extensions[i], "statistics") == 0;
+        m->max_batch_size = max_batch_size(cfg->config.data, cfg->config.len);
+        st = perf_model_check_batch(m, o);
+    }
+    if (st == NULL) {
+        m->inputs = nr_calloc(meta->n_inputs + 1, sizeof(perf_input_t));
+        for (size_t i = 0; i < meta->n_inputs && !st; i++, m->n_inputs++) {
+            const Inference__ModelMetadataResponse__TensorMetadata *t = meta->inputs[i];
+            st = perf_input_init(&m->inputs[i], t->name, t->datatype, t->shape, t->n_shape,
+                                 m->max_batch_size, o);
+        }
+        m->outputs = nr_calloc(meta->n_outputs + 1, sizeof(char *));
+        for (; m->n_outputs < meta->n_outputs; m->n_outputs++)
+            m->outputs[m->n_outputs] = nr_strdup(meta->outputs[m->n_outputs]->name);
+    }
+    if (st == NULL) { /* ModelInfer, serialized once */
+        nr_buf_t data;
+        perf_model_data(m, o, &data);
+        Inference__ModelInferRequest req = INFERENCE__MODEL_INFER_REQUEST__INIT;
+        req.model_name = (char *)o->model, req.model_version = version;
+        Inference__ModelInferRequest__InferInputTensor *ins = nr_calloc(m->n_inputs + 1, sizeof(*ins));
+        Inference__ModelInferRequest__InferInputTensor **inp = nr_calloc(m->n_inputs + 1, sizeof(*inp));
+        ProtobufCBinaryData *raw = nr_calloc(m->n_inputs + 1, sizeof(*raw));
+        for (size_t i = 0; i < m->n_inputs; i++) {
+            Inference__ModelInferRequest__InferInputTensor init =
+                INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
+            ins[i] = init;
+            ins[i].name = m->inputs[i].name, ins[i].datatype = m->inputs[i].datatype;
+            ins[i].shape = m->inputs[i].shape, ins[i].n_shape = m->inputs[i].n_shape;
+            inp[i] = &ins[i];
+            raw[i].data = (uint8_t *)data.data + m->inputs[i].offset;
+            raw[i].len = m->inputs[i].bytes;
+        }
+        Inference__ModelInferRequest__InferRequestedOutputTensor *outs =
+            nr_calloc(m->n_outputs + 1, sizeof(*outs));
+        Inference__ModelInferRequest__InferRequestedOutputTensor **outp =
+            nr_calloc(m->n_outputs + 1, sizeof(*outp));
+        for (size_t i = 0; i < m->n_outputs; i++) {
+            Inference__ModelInferRequest__InferRequestedOutputTensor init =
+                INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__INIT;
+            outs[i] = init;
+            outs[i].name = m->outputs[i];
+            outp[i] = &outs[i];
+        }
+        req.inputs = inp, req.n_inputs = m->n_inputs;
+        req.raw_input_contents = raw, req.n_raw_input_contents = m->n_inputs;
+        req.outputs = outp, req.n_outputs = m->n_outputs;
+        size_t len = inference__model_infer_request__get_packed_size(&req);
+        nr_buf_reserve(&m->request, len);
+        m->request.len = inference__model_infer_request__pack(&req, (uint8_t *)m->request.data);
+        free(ins);
+        free(inp);
+        free(raw);
+        free(outs);
+        free(outp);
+        nr_buf_free(&data);
+    }
+    if (meta)
+        inference__model_metadata_response__free_unpacked(meta, NULL);
+    if (cfg)
+        inference__model_config_response__free_unpacked(cfg, NULL);
+    if (server)
+        inference__server_metadata_response__free_unpacked(server, NULL);
+    nr_buf_free(&resp);
+    return st;
+}
+
+static void add_duration(uint64_t *count, uint64_t *ns, const Inference__StatisticDuration *d)
+{
+    if (d)
+        *count += d->count, *ns += d->ns;
+}
+
+nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o, perf_server_stats_t *s)
+{
+    nr_buf_t resp;
+    nr_buf_init(&resp);
+    Inference__ModelStatisticsRequest req = INFERENCE__MODEL_STATISTICS_REQUEST__INIT;
+    req.name = (char *)o->model, req.version = (char *)(o->version ? o->version : "");
+    memset(s, 0, sizeof(*s));
+    nr_status_t *st = query(g, "model statistics", METHOD("ModelStatistics"), &req.base, &resp);
+    Inference__ModelStatisticsResponse *r = NULL;
+    if (st == NULL && (r = inference__model_statistics_response__unpack(
+                           NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
+        st = nr_status_new(NR_INTERNAL, "failed to get model statistics: unreadable response");
+    for (size_t i = 0; r && i < r->n_model_stats; i++) {
+        const Inference__ModelStatistics *e = r->model_stats[i];
+        const Inference__InferStatistics *is = e->inference_stats;
+        s->inference_count += e->inference_count;
+        s->execution_count += e->execution_count;
+        if (is == NULL)
+            continue;
+        add_duration(&s->success_count, &s->success_ns, is->success);
+        add_duration(&s->queue_count, &s->queue_ns, is->queue);
+        add_duration(&s->input_count, &s->input_ns, is->compute_input);
+        add_duration(&s->infer_count, &s->infer_ns, is->compute_infer);
+        add_duration(&s->output_count, &s->output_ns, is->compute_output);
+    }
+    if (r)
+        inference__model_statistics_response__free_unpacked(r, NULL);
+    nr_buf_free(&resp);
+    return st;
+}
