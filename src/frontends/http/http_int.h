@@ -27,6 +27,7 @@
 #include "../../core/infer.h"
 #include "../../core/kserve.h"
 #include "../../core/server.h"
+#include "../mhd/mhd.h"
 #include "http_server.h"
 
 #include <pthread.h>
@@ -118,7 +119,7 @@ struct nr_http_server_s {
     nr_http_options_t opts; /* address is an owned copy */
     nr_server_t *core;
     struct MHD_Daemon *daemon;
-    _Atomic bool quiesced;
+    nr_mhd_quiesce_t quiesce;
     int port;                  /* bound port */
     nr_http_conns_t conns;     /* the open connections (http_conn.c) */
     atomic_ullong body_bytes;  /* request body bytes held (--http-body-memory-limit) */

@@ -757,7 +757,7 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t 
     if (s->opts.thread_count <= 0)
         s->opts.thread_count = 1;
     s->core = core;
-    atomic_init(&s->quiesced, false);
+    nr_mhd_quiesce_init(&s->quiesce);
     atomic_init(&s->body_bytes, 0);
     nr_http_conns_init(s);
     atomic_init(&s->parked, 0);
@@ -827,7 +827,7 @@ int nr_http_port(const nr_http_server_t *srv)
 void nr_http_quiesce(nr_http_server_t *srv)
 {
     if (srv != NULL)
-        nr_mhd_quiesce(srv->daemon, &srv->quiesced);
+        nr_mhd_quiesce(srv->daemon, &srv->quiesce);
 }
 
 void nr_http_stop(nr_http_server_t *srv)
@@ -842,6 +842,6 @@ void nr_http_stop(nr_http_server_t *srv)
         nanosleep(&ts, NULL);
     }
     nr_http_sweeper_stop(srv);
-    MHD_stop_daemon(srv->daemon);
+    nr_mhd_stop(srv->daemon, &srv->quiesce);
     nr_http_server_free(srv);
 }

@@ -27,7 +27,7 @@ struct nr_metrics_server_s {
     nr_metrics_cpu_t *cpu; /* NULL without CPU metrics */
     struct MHD_Daemon *daemon;
     int port;
-    atomic_bool quiesced;
+    nr_mhd_quiesce_t quiesce;
 };
 
 static const char ctype_text[] = "text/plain; charset=utf-8";
@@ -111,7 +111,7 @@ nr_status_t *nr_metrics_start(const nr_metrics_options_t *o, nr_server_t *core,
     s->opts = *o;
     s->opts.address = nr_strdup(o->address ? o->address : "0.0.0.0");
     s->opts.quantiles = NULL; /* parsed below; the text is not kept */
-    atomic_init(&s->quiesced, false);
+    nr_mhd_quiesce_init(&s->quiesce);
     struct sockaddr_storage ss;
     bool v6 = false;
     if (!nr_net_resolve(s->opts.address, o->port, &ss, &v6)) {
@@ -153,7 +153,7 @@ int nr_metrics_port(const nr_metrics_server_t *s)
 void nr_metrics_quiesce(nr_metrics_server_t *s)
 {
     if (s != NULL)
-        nr_mhd_quiesce(s->daemon, &s->quiesced);
+        nr_mhd_quiesce(s->daemon, &s->quiesce);
 }
 
 void nr_metrics_stop(nr_metrics_server_t *s)
@@ -161,6 +161,6 @@ void nr_metrics_stop(nr_metrics_server_t *s)
     if (s == NULL)
         return;
     nr_metrics_quiesce(s);
-    MHD_stop_daemon(s->daemon);
+    nr_mhd_stop(s->daemon, &s->quiesce);
     server_free(s);
 }

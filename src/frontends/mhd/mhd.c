@@ -5,6 +5,7 @@
 #include "../../common/net.h"
 
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,11 +28,27 @@ nr_status_t *nr_mhd_started(struct MHD_Daemon *d, const char *address, int port,
     return NULL;
 }
 
-void nr_mhd_quiesce(struct MHD_Daemon *d, atomic_bool *quiesced)
+void nr_mhd_quiesce_init(nr_mhd_quiesce_t *q)
 {
-    if (atomic_exchange(quiesced, true))
+    atomic_init(&q->done, false);
+    atomic_init(&q->fd, -1);
+}
+
+void nr_mhd_quiesce(struct MHD_Daemon *d, nr_mhd_quiesce_t *q)
+{
+    if (atomic_exchange(&q->done, true))
         return;
     MHD_socket fd = MHD_quiesce_daemon(d);
-    if (fd != MHD_INVALID_SOCKET)
+    if (fd != MHD_INVALID_SOCKET) {
+        (void)shutdown(fd, SHUT_RDWR); /* Linux: a listening socket stops listening */
+        atomic_store(&q->fd, fd);
+    }
+}
+
+void nr_mhd_stop(struct MHD_Daemon *d, nr_mhd_quiesce_t *q)
+{
+    MHD_stop_daemon(d);
+    int fd = atomic_exchange(&q->fd, -1);
+    if (fd >= 0)
         close(fd);
 }

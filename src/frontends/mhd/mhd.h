@@ -21,8 +21,21 @@ void nr_mhd_log(void *prefix, const char *fmt, va_list ap);
 NR_MUST_CHECK nr_status_t *nr_mhd_started(struct MHD_Daemon *d, const char *address, int port,
                                           int *bound);
 
-/* Stops accepting connections (once: *quiesced says whether it was done);
- * connections already open go on. */
-void nr_mhd_quiesce(struct MHD_Daemon *d, atomic_bool *quiesced);
+/* Quiesce state of one daemon: whether it was done, and the listening socket
+ * libmicrohttpd handed back (-1 before). */
+typedef struct {
+    atomic_bool done;
+    atomic_int fd;
+} nr_mhd_quiesce_t;
+
+void nr_mhd_quiesce_init(nr_mhd_quiesce_t *q);
+/* Stops accepting connections (once); connections already open go on. The
+ * listening socket is shut down (new connections are refused) but stays open
+ * until nr_mhd_stop: a worker thread of the daemon may still be registering it
+ * in its epoll set when the server is stopped right after starting, and a
+ * closed descriptor number could be reused under it. */
+void nr_mhd_quiesce(struct MHD_Daemon *d, nr_mhd_quiesce_t *q);
+/* MHD_stop_daemon, then closes the socket quiesce kept. */
+void nr_mhd_stop(struct MHD_Daemon *d, nr_mhd_quiesce_t *q);
 
 #endif
