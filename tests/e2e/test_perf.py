@@ -211,3 +211,36 @@ def test_latency_threshold_ends_the_sweep(server_factory, tmp_path):
         got[name] = (r.returncode, [l for l in r.stderr.splitlines() if l],
                      template(r.stdout))
     assert got["perf"] == got["pa"], got
+
+
+def test_json_report_and_plot(url, tmp_path):
+    """--json: each step's figures and its whole histogram, consistent with the console;
+    --plot: an SVG with a point per step."""
+    import json
+    import xml.etree.ElementTree as ET
+    rep, svg = tmp_path / "r.json", tmp_path / "p.svg"
+    r = run(PERF, ["-m", "simple", "-u", url, *FAST, "--concurrency-range", "1:2",
+                   "--json", str(rep), "--plot", str(svg)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(rep.read_text())
+    assert (doc["model"], doc["protocol"], doc["mode"]) == ("simple", "http", "concurrency")
+    assert [s["concurrency"] for s in doc["steps"]] == [1, 2]
+    counts = [int(c) for c in re.findall(r"Request count: (\d+)", r.stdout)]
+    p50s = [int(c) for c in re.findall(r"p50 latency: (\d+) usec", r.stdout)]
+    for s, count, p50 in zip(doc["steps"], counts, p50s):
+        assert s["requests"] == count
+        assert sum(b[2] for b in s["histogram_ns"]) == count
+        assert all(lo <= hi for lo, hi, _ in s["histogram_ns"])
+        assert int(s["latency_us"]["p50"]) == p50
+        assert s["latency_us"]["min"] <= s["latency_us"]["p50"] <= s["latency_us"]["p99.9"] \
+            <= s["latency_us"]["max"]
+    root = ET.parse(svg).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f"{ns}circle")) == 2
+    labels = [t.text for t in root.findall(f"{ns}text")]
+    assert "c=1" in labels and "c=2" in labels
+
+
+def test_plot_refuses_other_formats(url, tmp_path):
+    r = run(PERF, ["-m", "simple", "-u", url, "--plot", str(tmp_path / "p.png")])
+    assert r.returncode == 99 and "--plot writes SVG" in r.stderr

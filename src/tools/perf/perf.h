@@ -8,6 +8,7 @@
  *   perf_load.c     the load (one thread per concurrency slot), windows, stability
  *   perf_hist.c     the latency histogram (log-linear, 3 significant digits, no sample cap)
  *   perf_report.c   perf_analyzer's console blocks, summary and CSV
+ *   perf_export.c   nereid-perf's own outputs: the JSON report, the SVG plot
  *
  * Data flows one way: options -> model -> load -> windows -> report. Each worker owns its
  * connection and its window accumulator (a mutex the main thread takes only to swap it out at
@@ -43,6 +44,7 @@ typedef struct {
 
 typedef struct {
     const char *model, *version, *url, *protocol, *csv, *input_data;
+    const char *json, *plot; /* nereid-perf's --json report and --plot SVG */
     int batch;
     uint64_t conc_start, conc_end, conc_step;
     bool conc_given;
@@ -185,6 +187,8 @@ typedef struct {
 } perf_hist_t;
 
 void perf_hist_record(perf_hist_t *h, uint64_t ns);
+/* The values [lo, hi] (ns) that bucket idx holds. */
+void perf_hist_bucket(size_t idx, uint64_t *lo, uint64_t *hi);
 void perf_hist_merge(perf_hist_t *into, const perf_hist_t *from);
 /* The value of rank (size_t)(p/100*(n-1)+0.5) in sorted order (perf_analyzer's index), as the
  * middle of its bucket: within 0.05 % of the recorded value. */
@@ -241,6 +245,11 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *s);
 void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n);
 NR_MUST_CHECK nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps,
                                           size_t n);
+/* perf_export.c: the --json report (each step with its histogram) and the --plot SVG. */
+NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps,
+                                           size_t n);
+NR_MUST_CHECK nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps,
+                                           size_t n);
 /* The stabilizing latency of a window in ns: p<P> with --percentile, else the mean. */
 uint64_t perf_stab_latency(const perf_opts_t *o, const perf_window_t *w);
 

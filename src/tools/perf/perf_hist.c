@@ -21,14 +21,25 @@ static size_t bucket_of(uint64_t v)
     return 2 * PERF_HIST_SUB + (size_t)(m - 11) * PERF_HIST_SUB + (size_t)(sub - PERF_HIST_SUB);
 }
 
+
 static uint64_t bucket_mid(size_t idx)
 {
-    if (idx < 2 * PERF_HIST_SUB)
-        return idx;
+    uint64_t lo, hi;
+    perf_hist_bucket(idx, &lo, &hi);
+    return lo + (hi - lo + 1) / 2;
+}
+
+void perf_hist_bucket(size_t idx, uint64_t *lo, uint64_t *hi)
+{
+    if (idx < 2 * PERF_HIST_SUB) {
+        *lo = *hi = idx;
+        return;
+    }
     size_t k = idx - 2 * PERF_HIST_SUB;
     int m = 11 + (int)(k / PERF_HIST_SUB);
-    uint64_t sub = PERF_HIST_SUB + k % PERF_HIST_SUB, width = 1ull << (m - 10);
-    return (sub << (m - 10)) + width / 2;
+    uint64_t sub = PERF_HIST_SUB + k % PERF_HIST_SUB;
+    *lo = sub << (m - 10);
+    *hi = *lo + (1ull << (m - 10)) - 1;
 }
 
 void perf_hist_record(perf_hist_t *h, uint64_t ns)

@@ -36,6 +36,7 @@ static const char usage_text[] =
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
+    "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
     "--request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
@@ -121,7 +122,7 @@ enum {
     OPT_INPUT_DATA, OPT_SHAPE, OPT_STRING_LENGTH, OPT_STRING_DATA, OPT_VERBOSE_CSV,
     OPT_WARMUP, OPT_COLLECT, OPT_METRICS_URL, OPT_METRICS_INTERVAL, OPT_VERSION, OPT_SHM,
     OPT_OUT_SHM, OPT_RATE, OPT_DIST, OPT_INTERVALS, OPT_STREAMING, OPT_EXPORT, OPT_BINARY,
-    OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT,
+    OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT, OPT_JSON, OPT_PLOT,
 };
 
 static const struct option long_opts[] = {
@@ -158,6 +159,8 @@ static const struct option long_opts[] = {
     {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
     {"input-tensor-format", required_argument, NULL, OPT_IN_FORMAT},
     {"output-tensor-format", required_argument, NULL, OPT_OUT_FORMAT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"model-name", required_argument, NULL, 'm'},
     {"model-version", required_argument, NULL, 'x'},
     {"url", required_argument, NULL, 'u'},
@@ -254,6 +257,14 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case OPT_STRING_LENGTH: o->string_length = (int)parse_u64("string-length", optarg); break;
         case OPT_STRING_DATA: o->string_length = (int)strlen(optarg); break;
         case OPT_VERBOSE_CSV: o->verbose_csv = true; break;
+        case OPT_JSON: o->json = optarg; break;
+        case OPT_PLOT: {
+            size_t l = strlen(optarg);
+            if (l < 4 || strcmp(optarg + l - 4, ".svg") != 0)
+                usage_error("--plot writes SVG: name a .svg file (got '%s')", optarg);
+            o->plot = optarg;
+            break;
+        }
         case OPT_WARMUP: o->warmup = parse_u64("warmup-request-count", optarg); break;
         case OPT_COLLECT: case OPT_METRICS_URL: case OPT_METRICS_INTERVAL: case OPT_OUT_SHM:
             break; /* accepted: GPU metrics, the only ones perf_analyzer reports, need GPUs */
@@ -587,6 +598,10 @@ static int sweep(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
     if (rc == PERF_EXIT_OK && n > 0) {
         perf_print_summary(o, steps, n);
         if (o->csv && (st = perf_write_csv(o, steps, n)) != NULL)
+            rc = fail(NULL, st);
+        if (o->json && (st = perf_write_json(o, steps, n)) != NULL)
+            rc = fail(NULL, st);
+        if (o->plot && (st = perf_write_plot(o, steps, n)) != NULL)
             rc = fail(NULL, st);
     }
     for (size_t i = 0; i < n; i++)

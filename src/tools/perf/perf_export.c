@@ -1,0 +1,170 @@
+/* perf_export.c - what nereid-perf writes beside perf_analyzer's outputs (perf.h): a JSON
+ * report with each step's figures and its whole latency histogram (--json), and a plot of
+ * throughput against latency over the sweep as SVG (--plot). Both are written after the sweep
+ * from the merged windows the console reports.
+ */
+#include "perf.h"
+
+#include "../../common/alloc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static double thr(const perf_opts_t *o, const perf_window_t *w)
+{
+    double s = (double)(w->end_ns - w->start_ns) / 1e9;
+    return s > 0 ? (double)w->count * o->batch / s : 0;
+}
+
+static nr_status_t *write_file(const char *path, const nr_buf_t *b)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return nr_status_new(NR_INVALID_ARG, "failed to open file '%s': %s", path, strerror(errno));
+    bool ok = fwrite(b->data, 1, b->len, f) == b->len;
+    ok &= fclose(f) == 0;
+    return ok ? NULL : nr_status_new(NR_INVALID_ARG, "failed to write '%s'", path);
+}
+
+nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps, size_t n)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_buf_puts(&b, "{\"model\":");
+    nr_buf_json_str(&b, o->model, strlen(o->model));
+    nr_buf_printf(&b, ",\"protocol\":\"%s\",\"mode\":\"%s\",\"batch_size\":%d,"
+                  "\"stabilizing_latency\":\"%s\",\"steps\":[",
+                  o->grpc ? "grpc" : "http", o->rate_mode ? "request_rate" : "concurrency",
+                  o->batch, o->percentile > 0 ? "percentile" : "average");
+    static const double ps[] = {50, 90, 95, 99, 99.9};
+    for (size_t i = 0; i < n; i++) {
+        const perf_window_t *w = &steps[i].merged;
+        const perf_hist_t *h = &w->lat;
+        uint64_t c = w->count ? w->count : 1;
+        if (o->rate_mode)
+            nr_buf_printf(&b, "%s{\"request_rate\":%g", i ? "," : "", steps[i].rate);
+        else
+            nr_buf_printf(&b, "%s{\"concurrency\":%llu", i ? "," : "",
+                          (unsigned long long)steps[i].value);
+        nr_buf_printf(&b, ",\"requests\":%llu,\"seconds\":%.6f,\"throughput\":%.3f,"
+                      "\"delayed\":%llu,\"latency_us\":{\"avg\":%.3f,\"std\":%.3f,\"min\":%.3f,"
+                      "\"max\":%.3f", (unsigned long long)w->count,
+                      (double)(w->end_ns - w->start_ns) / 1e9, thr(o, w),
+                      (unsigned long long)w->delayed, perf_hist_mean(h) / 1e3,
+                      perf_hist_stddev(h) / 1e3, (double)h->min / 1e3, (double)h->max / 1e3);
+        for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++)
+            nr_buf_printf(&b, ",\"p%g\":%.3f", ps[k], (double)perf_hist_percentile(h, ps[k]) / 1e3);
+        if (o->percentile > 0)
+            nr_buf_printf(&b, ",\"p%d\":%.3f", o->percentile,
+                          (double)perf_hist_percentile(h, o->percentile) / 1e3);
+        nr_buf_printf(&b, "},\"client_us\":{\"send\":%.3f,\"recv\":%.3f,\"exchange\":%.3f}",
+                      (double)w->send_ns / c / 1e3, (double)w->recv_ns / c / 1e3,
+                      (double)w->lib_ns / c / 1e3);
+        if (w->have_server) {
+            const perf_server_stats_t *s = &w->server;
+            nr_buf_printf(&b, ",\"server\":{\"inference_count\":%llu,\"execution_count\":%llu,"
+                          "\"success_count\":%llu,\"success_ns\":%llu,\"queue_ns\":%llu,"
+                          "\"compute_input_ns\":%llu,\"compute_infer_ns\":%llu,"
+                          "\"compute_output_ns\":%llu}",
+                          (unsigned long long)s->inference_count,
+                          (unsigned long long)s->execution_count,
+                          (unsigned long long)s->success_count, (unsigned long long)s->success_ns,
+                          (unsigned long long)s->queue_ns, (unsigned long long)s->input_ns,
+                          (unsigned long long)s->infer_ns, (unsigned long long)s->output_ns);
+        }
+        /* every non-empty bucket: [lowest ns, highest ns, count] */
+        nr_buf_puts(&b, ",\"histogram_ns\":[");
+        bool first = true;
+        for (size_t k = 0; h->counts && k < PERF_HIST_BUCKETS; k++) {
+            if (h->counts[k] == 0)
+                continue;
+            uint64_t lo, hi;
+            perf_hist_bucket(k, &lo, &hi);
+            nr_buf_printf(&b, "%s[%llu,%llu,%u]", first ? "" : ",", (unsigned long long)lo,
+                          (unsigned long long)hi, h->counts[k]);
+            first = false;
+        }
+        nr_buf_puts(&b, "]}");
+    }
+    nr_buf_puts(&b, "]}\n");
+    nr_status_t *st = write_file(o->json, &b);
+    nr_buf_free(&b);
+    return st;
+}
+
+/* A "nice" axis step (1, 2 or 5 times a power of ten) giving about 5 ticks up to max. */
+static double tick(double max)
+{
+    double raw = max / 5, p = pow(10, floor(log10(raw > 0 ? raw : 1))), m = raw / p;
+    return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
+}
+
+nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, size_t n)
+{
+    const double W = 720, H = 440, L = 80, R = 30, T = 40, B = 60;
+    double xmax = 0, ymax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)perf_stab_latency(o, &steps[i].merged) / 1e6, y = thr(o, &steps[i].merged);
+        xmax = x > xmax ? x : xmax;
+        ymax = y > ymax ? y : ymax;
+    }
+    double xs = tick(xmax * 1.05), ys = tick(ymax * 1.05);
+    xmax = ceil(xmax * 1.05 / xs) * xs, ymax = ceil(ymax * 1.05 / ys) * ys;
+    if (xmax <= 0)
+        xmax = xs = 1;
+    if (ymax <= 0)
+        ymax = ys = 1;
+#define PX(v) (L + (v) / xmax * (W - L - R))
+#define PY(v) (H - B - (v) / ymax * (H - T - B))
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_buf_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                  "font-family=\"sans-serif\" font-size=\"12\">\n"
+                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+    nr_buf_printf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", L);
+    for (const char *p = o->model; *p; p++) /* the name, as XML text */
+        nr_buf_puts(&b, *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
+                                                          : (char[]){*p, 0});
+    nr_buf_printf(&b, ": throughput against %s latency (%s, batch %d)</text>\n",
+                  o->percentile > 0 ? "percentile" : "average", o->grpc ? "gRPC" : "HTTP",
+                  o->batch);
+    for (double v = 0; v <= xmax + xs / 2; v += xs)
+        nr_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                      PX(v), PY(0), PX(v), PY(ymax), PX(v), PY(0) + 18, v);
+    for (double v = 0; v <= ymax + ys / 2; v += ys)
+        nr_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                      PX(0), PY(v), PX(xmax), PY(v), PX(0) - 6, PY(v) + 4, v);
+    char lat[16] = "avg";
+    if (o->percentile > 0)
+        snprintf(lat, sizeof(lat), "p%d", o->percentile);
+    nr_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s latency (ms)</text>\n"
+                  "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
+                  "throughput (infer/s)</text>\n", (L + W - R) / 2, H - 16, lat,
+                  (T + H - B) / 2, (T + H - B) / 2);
+    nr_buf_puts(&b, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
+    for (size_t i = 0; i < n; i++)
+        nr_buf_printf(&b, "%s%.1f,%.1f", i ? " " : "",
+                      PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6),
+                      PY(thr(o, &steps[i].merged)));
+    nr_buf_puts(&b, "\"/>\n");
+    for (size_t i = 0; i < n; i++) {
+        double x = PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6);
+        double y = PY(thr(o, &steps[i].merged));
+        nr_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\">", x, y, x + 6, y - 6);
+        if (o->rate_mode)
+            nr_buf_printf(&b, "%g/s</text>\n", steps[i].rate);
+        else
+            nr_buf_printf(&b, "c=%llu</text>\n", (unsigned long long)steps[i].value);
+    }
+    nr_buf_puts(&b, "</svg>\n");
+#undef PX
+#undef PY
+    nr_status_t *st = write_file(o->plot, &b);
+    nr_buf_free(&b);
+    return st;
+}
