@@ -5,6 +5,7 @@
  *                   queries perf_analyzer makes, the infer request (binary tensors)
  *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
  *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
+ *   perf_metrics.c  --collect-metrics: the server's GPU series from its Prometheus endpoint
  *   perf_load.c     the load (one thread per concurrency slot), windows, stability
  *   perf_hist.c     the latency histogram (log-linear, 3 significant digits, no sample cap)
  *   perf_report.c   perf_analyzer's console blocks, summary and CSV
@@ -45,6 +46,9 @@ typedef struct {
 typedef struct {
     const char *model, *version, *url, *protocol, *csv, *input_data;
     const char *json, *plot; /* nereid-perf's --json report and --plot SVG */
+    bool collect_metrics;
+    const char *metrics_url; /* NULL: <-u's host>:8002/metrics */
+    uint64_t metrics_interval_ms;
     int batch;
     uint64_t conc_start, conc_end, conc_step;
     bool conc_given;
@@ -97,8 +101,9 @@ NR_MUST_CHECK nr_status_t *perf_exchange(perf_conn_t *c, const char *method, con
                                          perf_resp_t *r);
 /* A failed response's text: the server's {"error": ...}, else "HTTP <status>: <body>". */
 char *perf_error_text(const perf_resp_t *r);
-/* GET path as JSON; the server's {"error": ...} becomes the status text. Caller frees *text. */
-NR_MUST_CHECK nr_status_t *perf_get_json(perf_conn_t *c, const char *path, char **text,
+/* GET path: the body of a 200 answer (the caller frees *text); otherwise the server's
+ * {"error": ...} becomes the status's text. */
+NR_MUST_CHECK nr_status_t *perf_get_body(perf_conn_t *c, const char *path, char **text,
                                          size_t *len);
 
 typedef struct {
@@ -200,6 +205,20 @@ void perf_hist_free(perf_hist_t *h);
 
 /* ---- perf_load.c ---- */
 
+/* --collect-metrics: the GPU series of one window (or of three merged), per gpu_uuid. */
+#define PERF_MAX_GPUS 16
+typedef struct {
+    char uuid[96];
+    double util_sum, power_sum; /* over util_n / power_n polls */
+    uint64_t util_n, power_n;
+    double mem_used, mem_total; /* the maximum; the first value */
+} perf_gpu_t;
+
+typedef struct {
+    perf_gpu_t gpu[PERF_MAX_GPUS];
+    size_t n;
+} perf_gpus_t;
+
 /* What one window (or the merge of three) measured. */
 typedef struct {
     uint64_t start_ns, end_ns;
@@ -211,6 +230,7 @@ typedef struct {
     double busy_ns;            /* workers' time inside requests, for the client overhead */
     perf_server_stats_t server; /* delta over the window */
     bool have_server;
+    perf_gpus_t gpus; /* --collect-metrics */
     char *error; /* the first failed request's message */
 } perf_window_t;
 
@@ -230,6 +250,20 @@ uint64_t perf_load_pending_count(perf_load_t *l);
 void perf_load_stop(perf_load_t *l);
 void perf_window_merge(perf_window_t *into, const perf_window_t *from);
 void perf_window_free(perf_window_t *w);
+
+/* ---- perf_metrics.c: --collect-metrics ---- */
+
+typedef struct {
+    perf_conn_t conn;
+    char *path;
+    bool warned; /* perf_analyzer's "Unable to parse" warnings are printed once */
+} perf_metrics_t;
+
+NR_MUST_CHECK nr_status_t *perf_metrics_init(perf_metrics_t *mt, const perf_opts_t *o);
+void perf_metrics_close(perf_metrics_t *mt);
+/* One scrape: the GPU series into *acc. */
+void perf_metrics_poll(perf_metrics_t *mt, perf_gpus_t *acc);
+void perf_gpus_merge(perf_gpus_t *into, const perf_gpus_t *from);
 
 /* ---- perf_report.c ---- */
 

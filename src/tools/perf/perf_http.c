@@ -234,7 +234,7 @@ static nr_status_t *server_error(const perf_resp_t *r)
     return nr_status_new(NR_INVALID_ARG, "HTTP %d: %.*s", r->status, (int)r->body_len, r->body);
 }
 
-nr_status_t *perf_get_json(perf_conn_t *c, const char *path, char **text, size_t *len)
+nr_status_t *perf_get_body(perf_conn_t *c, const char *path, char **text, size_t *len)
 {
     perf_resp_t r;
     nr_status_t *st = perf_exchange(c, "GET", path, NULL, NULL, 0, &r);
@@ -258,7 +258,7 @@ static nr_status_t *fetch(perf_conn_t *c, const char *what, const char *path, ch
                           nr_json_doc_t **doc, const nr_jv_t **root)
 {
     size_t len;
-    nr_status_t *st = perf_get_json(c, path, text, &len);
+    nr_status_t *st = perf_get_body(c, path, text, &len);
     if (st == NULL)
         st = nr_json_parse(*text, len, doc, root);
     if (st) {

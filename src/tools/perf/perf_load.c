@@ -184,6 +184,7 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
         perf_stats_add(&into->server, &from->server);
         into->have_server = true;
     }
+    perf_gpus_merge(&into->gpus, &from->gpus);
     if (into->error == NULL && from->error)
         into->error = nr_strdup(from->error);
 }

@@ -184,6 +184,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
     o->percentile = -1;
     o->string_length = 128;
     o->input_data = "random";
+    o->metrics_interval_ms = 1000;
     int c;
     while ((c = getopt_long(argc, argv, "vdazc:u:m:x:b:t:p:i:H:l:r:s:f:h", long_opts, NULL)) != -1) {
         switch (c) {
@@ -266,8 +267,14 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             break;
         }
         case OPT_WARMUP: o->warmup = parse_u64("warmup-request-count", optarg); break;
-        case OPT_COLLECT: case OPT_METRICS_URL: case OPT_METRICS_INTERVAL: case OPT_OUT_SHM:
-            break; /* accepted: GPU metrics, the only ones perf_analyzer reports, need GPUs */
+        case OPT_COLLECT: o->collect_metrics = true; break;
+        case OPT_METRICS_URL: o->metrics_url = optarg; break;
+        case OPT_METRICS_INTERVAL:
+            o->metrics_interval_ms = parse_u64("metrics-interval", optarg);
+            if (o->metrics_interval_ms == 0)
+                usage_error("metrics-interval must be > 0", NULL);
+            break;
+        case OPT_OUT_SHM: break; /* only with --shared-memory, which is refused */
         case OPT_SHM:
             if (strcmp(optarg, "none") != 0)
                 usage_error("--shared-memory %s is not supported by nereid-perf yet", optarg);
@@ -398,12 +405,6 @@ static void explain(const perf_opts_t *o, perf_window_t *const *last, int n, cha
              100 * o->stability, 100 * o->stability);
 }
 
-static void sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 
 static int fail(const char *what, nr_status_t *st)
 {
@@ -412,12 +413,36 @@ static int fail(const char *what, nr_status_t *st)
     return PERF_EXIT_ERROR;
 }
 
-/* The main thread's connection: the model's queries and the statistics, over either protocol. */
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The main thread's connections: the model's queries and the statistics, over either
+ * protocol, and the metrics endpoint with --collect-metrics. */
 typedef struct {
     bool grpc;
     perf_conn_t http;
     perf_grpc_t g;
+    perf_metrics_t metrics;
 } ctl_t;
+
+/* Sleeps ms; with --collect-metrics, scraping every --metrics-interval into *gpus meanwhile. */
+static void wait_window(ctl_t *c, const perf_opts_t *o, uint64_t ms, perf_gpus_t *gpus)
+{
+    if (!o->collect_metrics) {
+        sleep_ms(ms);
+        return;
+    }
+    for (uint64_t left = ms; left > 0;) {
+        uint64_t step = left < o->metrics_interval_ms ? left : o->metrics_interval_ms;
+        sleep_ms(step);
+        left -= step;
+        perf_metrics_poll(&c->metrics, gpus);
+    }
+}
 
 static nr_status_t *ctl_stats(ctl_t *c, const perf_opts_t *o, perf_server_stats_t *s)
 {
@@ -446,16 +471,18 @@ static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
     perf_load_cut(load, &skip);
     perf_window_free(&skip);
     for (int trial = 0; trial < o->max_trials; trial++) {
+        perf_gpus_t gpus = {.n = 0};
         if (o->count_windows) {
             do
-                sleep_ms(1000);
+                wait_window(conn, o, 1000, &gpus);
             while (perf_load_pending_count(load) < o->request_count);
         } else {
-            sleep_ms(o->interval_ms * 6 / 5);
+            wait_window(conn, o, o->interval_ms * 6 / 5, &gpus);
         }
         perf_window_t *w = &wins[done % 3];
         perf_window_free(w);
         perf_load_cut(load, w);
+        w->gpus = gpus;
         done++;
         if (m->has_stats) {
             if ((st = ctl_stats(conn, o, &now)) != NULL) {
@@ -630,6 +657,10 @@ int main(int argc, char **argv)
         rc = fail("failed to get model metadata", st);
         goto out;
     }
+    if (o.collect_metrics && (st = perf_metrics_init(&c.metrics, &o)) != NULL) {
+        rc = fail("metrics-url", st);
+        goto out;
+    }
     st = o.grpc ? perf_grpc_model_load(&c.g, &o, &m) : perf_model_load(&c.http, &o, &m);
     if (st) {
         rc = fail(NULL, st);
@@ -656,6 +687,7 @@ out:
     } else {
         perf_conn_close(&c.http);
     }
+    perf_metrics_close(&c.metrics);
     nr_buf_free(&scratch);
     opts_free(&o);
     return rc;

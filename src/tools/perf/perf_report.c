@@ -110,6 +110,27 @@ static server_avg_t server_avg(const perf_server_stats_t *s)
     return a;
 }
 
+/* --collect-metrics: perf_analyzer's block, after the step's blank line. */
+static void print_gpus(const perf_gpus_t *g)
+{
+    printf("  Server Prometheus Metrics: \n    Avg GPU Utilization:\n");
+    for (size_t i = 0; i < g->n; i++)
+        if (g->gpu[i].util_n)
+            printf("      %s : %g%%\n", g->gpu[i].uuid,
+                   100 * g->gpu[i].util_sum / (double)g->gpu[i].util_n);
+    printf("    Avg GPU Power Usage:\n");
+    for (size_t i = 0; i < g->n; i++)
+        if (g->gpu[i].power_n)
+            printf("      %s : %g watts\n", g->gpu[i].uuid,
+                   g->gpu[i].power_sum / (double)g->gpu[i].power_n);
+    printf("    Max GPU Memory Usage:\n");
+    for (size_t i = 0; i < g->n; i++)
+        printf("      %s : %.0f bytes\n", g->gpu[i].uuid, g->gpu[i].mem_used);
+    printf("    Total GPU Memory:\n");
+    for (size_t i = 0; i < g->n; i++)
+        printf("      %s : %.0f bytes\n", g->gpu[i].uuid, g->gpu[i].mem_total);
+}
+
 void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
 {
     const perf_window_t *w = &st->merged;
@@ -117,6 +138,8 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     uint64_t n = w->count ? w->count : 1;
     printf("  Client: \n");
     printf("    Request count: %llu\n", (unsigned long long)w->count);
+    if (w->delayed) /* perf_analyzer shows the rate it sent at when it fell behind */
+        printf("    Avg send request rate: %.2f infer/sec\n", throughput(o, w));
     if (w->delayed)
         printf("    [WARNING] Perf Analyzer was not able to keep up with the desired request rate. "
                "%.2f%% of the requests were delayed. \n", 100.0 * (double)w->delayed /
@@ -166,6 +189,8 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
         }
     }
     printf("\n");
+    if (o->collect_metrics)
+        print_gpus(&w->gpus);
 }
 
 void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n)
@@ -209,6 +234,9 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
         fprintf(f, ",p%d latency", ps[i]);
     if (o->verbose_csv)
         fprintf(f, "%s,request/response,response wait", o->percentile > 0 ? "" : ",Avg latency");
+    if (o->verbose_csv && o->collect_metrics)
+        fprintf(f, ",Avg GPU Utilization,Avg GPU Power Usage,Max GPU Memory Usage,Total GPU "
+                   "Memory");
     fprintf(f, "\n");
     perf_step_t *sorted = nr_malloc((n ? n : 1) * sizeof(*sorted));
     memcpy(sorted, steps, n * sizeof(*sorted));
@@ -242,6 +270,23 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
                 fprintf(f, ",%llu", US(avg));
             double waitv = lib - (double)send - (double)recv;
             fprintf(f, ",%llu,%llu", US(send + recv), waitv > 0 ? US(waitv) : 0ull);
+        }
+        if (o->verbose_csv && o->collect_metrics) { /* "<uuid>:<value>;" per GPU, raw units */
+            const perf_gpus_t *g = &w->gpus;
+            fputc(',', f);
+            for (size_t k = 0; k < g->n; k++)
+                if (g->gpu[k].util_n)
+                    fprintf(f, "%s:%g;", g->gpu[k].uuid, g->gpu[k].util_sum / (double)g->gpu[k].util_n);
+            fputc(',', f);
+            for (size_t k = 0; k < g->n; k++)
+                if (g->gpu[k].power_n)
+                    fprintf(f, "%s:%g;", g->gpu[k].uuid, g->gpu[k].power_sum / (double)g->gpu[k].power_n);
+            fputc(',', f);
+            for (size_t k = 0; k < g->n; k++)
+                fprintf(f, "%s:%.0f;", g->gpu[k].uuid, g->gpu[k].mem_used);
+            fputc(',', f);
+            for (size_t k = 0; k < g->n; k++)
+                fprintf(f, "%s:%.0f;", g->gpu[k].uuid, g->gpu[k].mem_total);
         }
         fprintf(f, "\n");
     }
