@@ -303,3 +303,14 @@ def test_collect_metrics_reads_the_gpu_series(url, tmp_path):
     cells = dict(zip(head.split(","), row.split(",")))
     assert cells["Avg GPU Utilization"] == "GPU-0:0.5;GPU-1:0.25;"
     assert cells["Total GPU Memory"] == "GPU-0:80000;GPU-1:80000;"
+
+
+def test_report_unstable_keeps_sweeping(url):
+    """--report-unstable: a level that -s 0 cannot call stable is reported with all its windows
+    merged, says so, and the sweep goes on (perf_analyzer would end it, or exit 2)."""
+    r = run(PERF, ["-m", "simple", "-u", url, "-p", "200", "-s", "0", "-r", "3",
+                   "--concurrency-range", "1:2", "--report-unstable"])
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"Concurrency: (\d), throughput", r.stdout) == ["1", "2"], r.stdout
+    for m in re.finditer(r"reporting all (\d+) windows of the level merged", r.stderr):
+        assert m.group(1) == "3"

@@ -46,6 +46,7 @@ typedef struct {
 typedef struct {
     const char *model, *version, *url, *protocol, *csv, *input_data;
     const char *json, *plot; /* nereid-perf's --json report and --plot SVG */
+    bool report_unstable;    /* a level not stable in -r windows: report them all merged */
     bool collect_metrics;
     const char *metrics_url; /* NULL: <-u's host>:8002/metrics */
     uint64_t metrics_interval_ms;

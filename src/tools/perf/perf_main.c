@@ -36,7 +36,7 @@ static const char usage_text[] =
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
-    "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>]\n"
+    "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
     "--request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
@@ -123,6 +123,7 @@ enum {
     OPT_WARMUP, OPT_COLLECT, OPT_METRICS_URL, OPT_METRICS_INTERVAL, OPT_VERSION, OPT_SHM,
     OPT_OUT_SHM, OPT_RATE, OPT_DIST, OPT_INTERVALS, OPT_STREAMING, OPT_EXPORT, OPT_BINARY,
     OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT, OPT_JSON, OPT_PLOT,
+    OPT_REPORT_UNSTABLE,
 };
 
 static const struct option long_opts[] = {
@@ -160,6 +161,7 @@ static const struct option long_opts[] = {
     {"input-tensor-format", required_argument, NULL, OPT_IN_FORMAT},
     {"output-tensor-format", required_argument, NULL, OPT_OUT_FORMAT},
     {"json", required_argument, NULL, OPT_JSON},
+    {"report-unstable", no_argument, NULL, OPT_REPORT_UNSTABLE},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"model-name", required_argument, NULL, 'm'},
     {"model-version", required_argument, NULL, 'x'},
@@ -259,6 +261,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case OPT_STRING_DATA: o->string_length = (int)strlen(optarg); break;
         case OPT_VERBOSE_CSV: o->verbose_csv = true; break;
         case OPT_JSON: o->json = optarg; break;
+        case OPT_REPORT_UNSTABLE: o->report_unstable = true; break;
         case OPT_PLOT: {
             size_t l = strlen(optarg);
             if (l < 4 || strcmp(optarg + l - 4, ".svg") != 0)
@@ -347,7 +350,14 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
 
 /* ---- the measurement ---- */
 
-typedef enum { STEP_STABLE, STEP_UNSTABLE, STEP_OVER_LIMIT } step_result_t;
+/* STEP_ALL: not stable, and --report-unstable reports every window of the level merged. */
+typedef enum { STEP_STABLE, STEP_UNSTABLE, STEP_OVER_LIMIT, STEP_ALL } step_result_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static bool window_ok(const perf_window_t *w)
 {
@@ -463,8 +473,10 @@ static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
         perf_load_stop(load);
         return fail(NULL, st);
     }
-    perf_window_t wins[3];
+    perf_window_t wins[3], all;
     memset(wins, 0, sizeof(wins));
+    memset(&all, 0, sizeof(all));
+    double *thr = nr_calloc((size_t)o->max_trials + 1, sizeof(double)); /* per window */
     int done = 0, rc = -1;
     *res = STEP_UNSTABLE;
     perf_window_t skip; /* the first window starts now: what came before is ramp-up */
@@ -506,6 +518,8 @@ static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
             rc = PERF_EXIT_NO_REQUESTS;
             break;
         }
+        perf_window_merge(&all, w);
+        thr[done - 1] = w_throughput(w) * o->batch;
         if (o->verbose) {
             double t = w_throughput(w) * o->batch;
             if (o->percentile > 0)
@@ -540,11 +554,24 @@ static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
         explain(o, last, done, why, why_len);
     }
     memset(&s->merged, 0, sizeof(s->merged));
-    for (int i = done > 3 ? done - 3 : 0; i < done; i++)
-        perf_window_merge(&s->merged, &wins[i % 3]);
+    if (rc < 0 && *res == STEP_UNSTABLE && o->report_unstable && done > 0) {
+        qsort(thr, (size_t)done, sizeof(double), cmp_double);
+        size_t at = strlen(why);
+        snprintf(why + at, why_len - at, "\nnereid-perf: reporting all %d windows of the level "
+                 "merged (--report-unstable); throughput per window: min %g, median %g, max %g "
+                 "infer/sec", done, thr[0], thr[done / 2], thr[done - 1]);
+        s->merged = all; /* moved */
+        memset(&all, 0, sizeof(all));
+        *res = STEP_ALL;
+    } else {
+        for (int i = done > 3 ? done - 3 : 0; i < done; i++)
+            perf_window_merge(&s->merged, &wins[i % 3]);
+    }
+    perf_window_free(&all);
+    free(thr);
     for (int i = 0; i < 3; i++)
         perf_window_free(&wins[i]);
-    if (rc < 0 && *res != STEP_UNSTABLE && o->latency_limit_ms &&
+    if (rc < 0 && (*res == STEP_STABLE || *res == STEP_ALL) && o->latency_limit_ms &&
         perf_stab_latency(o, &s->merged) >= o->latency_limit_ms * 1000000ull)
         *res = STEP_OVER_LIMIT;
     return rc;
@@ -588,7 +615,7 @@ static int sweep(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
         s->rate = rate;
         s->threads = o->rate_mode ? (o->max_threads ? o->max_threads : 16) : c;
         step_result_t res;
-        char why[256] = "";
+        char why[512] = "";
         int e = measure(conn, o, m, s, &res, why, sizeof(why));
         if (e >= 0) {
             perf_window_free(&s->merged);
@@ -612,6 +639,8 @@ static int sweep(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
             }
             break;
         }
+        if (res == STEP_ALL)
+            fprintf(stderr, "%s\n", why);
         if (res == STEP_OVER_LIMIT) { /* dropped, unprinted, and the sweep ends */
             fprintf(stderr, "Measured latency went over the set limit of %llu msec. \n",
                     (unsigned long long)o->latency_limit_ms);
