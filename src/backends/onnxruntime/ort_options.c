@@ -129,7 +129,6 @@ static nr_status_t *unknown_accelerator(const char *name)
 }
 
 /* A provider the library loaded lacks: what asked for it, the library, the build that has it. */
-#define GPU_BUILD "onnxruntime-gpu", "make gpu-backend, then --backend-directory=.deps/backends-gpu"
 static nr_status_t *no_provider(const char *what, const char *provider, const char *build,
                                 const char *how)
 {
@@ -137,6 +136,13 @@ static nr_status_t *no_provider(const char *what, const char *provider, const ch
                          "%s is requested, but the ONNX Runtime library loaded (%s) has no %s "
                          "provider; the %s build has it (%s)",
                          what, nr__ort_library_version(), provider, build, how);
+}
+
+/* The same for the GPU providers, which the onnxruntime-gpu build has. */
+static nr_status_t *no_gpu_provider(const char *what, const char *provider)
+{
+    return no_provider(what, provider, "onnxruntime-gpu",
+                       "make gpu-backend, then --backend-directory=.deps/backends-gpu");
 }
 
 /* A GPU provider that ONNX Runtime has but cannot set up (its libraries, the driver, an
@@ -338,7 +344,7 @@ static nr_status_t *append_tensorrt(OrtSessionOptions *so, const nr_cfg_accelera
     }
     OrtTensorRTProviderOptionsV2 *trt = NULL;
     if (!st && !nr__ort_has_provider("TensorrtExecutionProvider"))
-        st = no_provider("Execution Accelerator 'tensorrt'", "TensorRT", GPU_BUILD);
+        st = no_gpu_provider("Execution Accelerator 'tensorrt'", "TensorRT");
     if (!st) {
         snprintf(dev, sizeof(dev), "%d", device_id); /* the EP runs on the instance's GPU */
         keys[n] = "device_id";
@@ -437,7 +443,7 @@ static nr_status_t *append_cuda(OrtSessionOptions *so, const nr_model_config_t *
     kv_set(l, "has_user_compute_stream", "0");
     nr_status_t *st = legacy_cuda_params(cfg, l);
     if (!st && !nr__ort_has_provider("CUDAExecutionProvider"))
-        st = no_provider("A KIND_GPU instance", "CUDA", GPU_BUILD);
+        st = no_gpu_provider("A KIND_GPU instance", "CUDA");
     OrtCUDAProviderOptionsV2 *cuda = NULL;
     if (!st) {
         OrtStatus *o = api->CreateCUDAProviderOptions(&cuda);

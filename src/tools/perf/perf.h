@@ -228,7 +228,6 @@ typedef struct {
     perf_hist_t lat;  /* concurrency mode: from the send; rate mode: from the scheduled time */
     uint64_t send_ns, recv_ns; /* sums over count */
     uint64_t lib_ns;           /* sum over count of the exchanges' own time (send to answer) */
-    double busy_ns;            /* workers' time inside requests, for the client overhead */
     perf_server_stats_t server; /* delta over the window */
     bool have_server;
     perf_gpus_t gpus; /* --collect-metrics */
@@ -285,6 +284,8 @@ NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step
                                            size_t n);
 NR_MUST_CHECK nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps,
                                            size_t n);
+/* Inferences per second of a window: requests x -b over its wall time. */
+double perf_throughput(const perf_opts_t *o, const perf_window_t *w);
 /* The stabilizing latency of a window in ns: p<P> with --percentile, else the mean. */
 uint64_t perf_stab_latency(const perf_opts_t *o, const perf_window_t *w);
 

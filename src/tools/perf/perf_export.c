@@ -12,12 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static double thr(const perf_opts_t *o, const perf_window_t *w)
-{
-    double s = (double)(w->end_ns - w->start_ns) / 1e9;
-    return s > 0 ? (double)w->count * o->batch / s : 0;
-}
-
 static nr_status_t *write_file(const char *path, const nr_buf_t *b)
 {
     FILE *f = fopen(path, "w");
@@ -51,7 +45,7 @@ nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps, siz
         nr_buf_printf(&b, ",\"requests\":%llu,\"seconds\":%.6f,\"throughput\":%.3f,"
                       "\"delayed\":%llu,\"latency_us\":{\"avg\":%.3f,\"std\":%.3f,\"min\":%.3f,"
                       "\"max\":%.3f", (unsigned long long)w->count,
-                      (double)(w->end_ns - w->start_ns) / 1e9, thr(o, w),
+                      (double)(w->end_ns - w->start_ns) / 1e9, perf_throughput(o, w),
                       (unsigned long long)w->delayed, perf_hist_mean(h) / 1e3,
                       perf_hist_stddev(h) / 1e3, (double)h->min / 1e3, (double)h->max / 1e3);
         for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++)
@@ -106,7 +100,8 @@ nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, siz
     const double W = 720, H = 440, L = 80, R = 30, T = 40, B = 60;
     double xmax = 0, ymax = 0;
     for (size_t i = 0; i < n; i++) {
-        double x = (double)perf_stab_latency(o, &steps[i].merged) / 1e6, y = thr(o, &steps[i].merged);
+        const perf_window_t *w = &steps[i].merged;
+        double x = (double)perf_stab_latency(o, w) / 1e6, y = perf_throughput(o, w);
         xmax = x > xmax ? x : xmax;
         ymax = y > ymax ? y : ymax;
     }
@@ -149,11 +144,11 @@ nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, siz
     for (size_t i = 0; i < n; i++)
         nr_buf_printf(&b, "%s%.1f,%.1f", i ? " " : "",
                       PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6),
-                      PY(thr(o, &steps[i].merged)));
+                      PY(perf_throughput(o, &steps[i].merged)));
     nr_buf_puts(&b, "\"/>\n");
     for (size_t i = 0; i < n; i++) {
         double x = PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6);
-        double y = PY(thr(o, &steps[i].merged));
+        double y = PY(perf_throughput(o, &steps[i].merged));
         nr_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"/>"
                       "<text x=\"%.1f\" y=\"%.1f\">", x, y, x + 6, y - 6);
         if (o->rate_mode)

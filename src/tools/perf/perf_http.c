@@ -21,8 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static nr_status_t *server_error(const perf_resp_t *r);
-
 
 nr_status_t *perf_conn_init(perf_conn_t *c, const char *url)
 {
@@ -201,21 +199,15 @@ nr_status_t *perf_exchange(perf_conn_t *c, const char *method, const char *path,
         if (c->fd < 0 && (st = conn_open(c)) != NULL)
             break;
         st = exchange_once(c, head, body, len, r, &retry);
-        if (st == NULL || !retry)
+        if (st == NULL)
             break;
-        close(c->fd);
+        close(c->fd); /* what is left in the buffer belongs to no request now */
         c->fd = -1;
+        if (!retry)
+            break;
     }
     nr_buf_free(&h);
     return st;
-}
-
-char *perf_error_text(const perf_resp_t *r)
-{
-    nr_status_t *st = server_error(r);
-    char *s = nr_strdup(st->msg);
-    nr_status_free(st);
-    return s;
 }
 
 /* The server's {"error":"..."} text, or the body itself. */
@@ -232,6 +224,14 @@ static nr_status_t *server_error(const perf_resp_t *r)
     nr_status_free(st);
     nr_json_free(doc);
     return nr_status_new(NR_INVALID_ARG, "HTTP %d: %.*s", r->status, (int)r->body_len, r->body);
+}
+
+char *perf_error_text(const perf_resp_t *r)
+{
+    nr_status_t *st = server_error(r);
+    char *s = nr_strdup(st->msg);
+    nr_status_free(st);
+    return s;
 }
 
 nr_status_t *perf_get_body(perf_conn_t *c, const char *path, char **text, size_t *len)

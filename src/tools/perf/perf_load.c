@@ -107,7 +107,6 @@ static void *worker_main(void *arg)
             w->acc.send_ns += r.send_ns;
             w->acc.lib_ns += t1 - t0;
             w->acc.recv_ns += r.recv_ns;
-            w->acc.busy_ns += (double)(t1 - t0);
         }
         pthread_mutex_unlock(&w->mu);
         if (err) /* do not spin on a server that refuses: one try per millisecond at most */
@@ -179,7 +178,6 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
     into->send_ns += from->send_ns;
     into->lib_ns += from->lib_ns;
     into->recv_ns += from->recv_ns;
-    into->busy_ns += from->busy_ns;
     if (from->have_server) {
         perf_stats_add(&into->server, &from->server);
         into->have_server = true;

@@ -62,41 +62,26 @@ static uint64_t parse_u64(const char *flag, const char *v)
     return x;
 }
 
-static void parse_range(perf_opts_t *o, const char *v)
+/* "start[:end[:step]]" into r (end defaults to start, step to 1): perf_analyzer's range
+ * syntax, integers for --concurrency-range, numbers >= 0 for --request-rate-range. `option`
+ * names it in the too-many-elements message. */
+static void parse_range(const char *flag, const char *option, const char *v, bool integer,
+                        double r[3])
 {
-    uint64_t r[3] = {1, 1, 1};
-    char *s = nr_strdup(v), *save = NULL;
-    int i = 0;
-    for (char *t = strtok_r(s, ":", &save); t; t = strtok_r(NULL, ":", &save), i++) {
-        if (i > 2)
-            usage_error("option concurrency-range can have maximum of three elements", NULL);
-        r[i] = parse_u64("concurrency-range", t);
-    }
-    free(s);
-    if (i == 1)
-        r[1] = r[0];
-    o->conc_start = r[0], o->conc_end = r[1], o->conc_step = r[2];
-    o->conc_given = true;
-}
-
-static void parse_rate_range(perf_opts_t *o, const char *v)
-{
-    double r[3] = {1, 1, 1};
+    r[0] = r[1] = r[2] = 1;
     char *s = nr_strdup(v), *save = NULL;
     int i = 0;
     for (char *t = strtok_r(s, ":", &save); t; t = strtok_r(NULL, ":", &save), i++) {
         char *end;
         if (i > 2)
-            usage_error("option request_rate_range can have maximum of three elements", NULL);
-        r[i] = strtod(t, &end);
-        if (*end != '\0' || r[i] < 0)
-            usage_error("failed to parse request-rate-range '%s'", v);
+            usage_error("option %s can have maximum of three elements", option);
+        r[i] = integer ? (double)parse_u64(flag, t) : strtod(t, &end);
+        if (!integer && (*end != '\0' || r[i] < 0))
+            usage_error("failed to parse %s", nr_asprintf("%s '%s'", flag, v));
     }
     free(s);
     if (i == 1)
         r[1] = r[0];
-    o->rate_start = r[0], o->rate_end = r[1], o->rate_step = r[2];
-    o->rate_mode = true;
 }
 
 static void parse_shape(perf_opts_t *o, const char *v)
@@ -223,7 +208,14 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             fprintf(stderr, "Warning: -z is deprecated. Use --input-data zero instead.\n");
             o->input_data = "zero";
             break;
-        case OPT_CONC: parse_range(o, optarg); break;
+        case OPT_CONC: {
+            double r[3];
+            parse_range("concurrency-range", "concurrency-range", optarg, true, r);
+            o->conc_start = (uint64_t)r[0], o->conc_end = (uint64_t)r[1];
+            o->conc_step = (uint64_t)r[2];
+            o->conc_given = true;
+            break;
+        }
         case OPT_MEAS_MODE:
             if (strcmp(optarg, "time_windows") == 0)
                 o->count_windows = false;
@@ -241,7 +233,13 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             break;
         }
         case OPT_MAX_THREADS: o->max_threads = parse_u64("max-threads", optarg); break;
-        case OPT_RATE: parse_rate_range(o, optarg); break;
+        case OPT_RATE: {
+            double r[3];
+            parse_range("request-rate-range", "request_rate_range", optarg, false, r);
+            o->rate_start = r[0], o->rate_end = r[1], o->rate_step = r[2];
+            o->rate_mode = true;
+            break;
+        }
         case OPT_DIST:
             if (strcmp(optarg, "poisson") == 0)
                 o->poisson = true;
@@ -364,18 +362,12 @@ static bool window_ok(const perf_window_t *w)
     return w->count > 0 && w->errors == 0;
 }
 
-static double w_throughput(const perf_window_t *w)
-{
-    double s = (double)(w->end_ns - w->start_ns) / 1e9;
-    return s > 0 ? (double)w->count / s : 0;
-}
-
 /* max/min of throughput and of the stabilizing latency over three windows (0 if one is 0). */
 static void spread(const perf_opts_t *o, perf_window_t *const *last, double *thr, double *lat)
 {
     double tmin = 0, tmax = 0, lmin = 0, lmax = 0;
     for (int i = 0; i < 3; i++) {
-        double t = w_throughput(last[i]), l = (double)perf_stab_latency(o, last[i]);
+        double t = perf_throughput(o, last[i]), l = (double)perf_stab_latency(o, last[i]);
         tmin = i == 0 || t < tmin ? t : tmin;
         tmax = i == 0 || t > tmax ? t : tmax;
         lmin = i == 0 || l < lmin ? l : lmin;
@@ -518,10 +510,11 @@ static int measure(ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
             rc = PERF_EXIT_NO_REQUESTS;
             break;
         }
-        perf_window_merge(&all, w);
-        thr[done - 1] = w_throughput(w) * o->batch;
+        thr[done - 1] = perf_throughput(o, w);
+        if (o->report_unstable) /* kept only for that flag: a level's every window */
+            perf_window_merge(&all, w);
         if (o->verbose) {
-            double t = w_throughput(w) * o->batch;
+            double t = thr[done - 1];
             if (o->percentile > 0)
                 printf("  Pass [%d] throughput: %g infer/sec. p%d latency: %llu usec\n",
                        trial + 1, t, o->percentile,

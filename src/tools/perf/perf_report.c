@@ -18,7 +18,7 @@ static double seconds(const perf_window_t *w)
     return (double)(w->end_ns - w->start_ns) / 1e9;
 }
 
-static double throughput(const perf_opts_t *o, const perf_window_t *w)
+double perf_throughput(const perf_opts_t *o, const perf_window_t *w)
 {
     double s = seconds(w);
     return s > 0 ? (double)w->count * o->batch / s : 0;
@@ -139,12 +139,12 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     printf("  Client: \n");
     printf("    Request count: %llu\n", (unsigned long long)w->count);
     if (w->delayed) /* perf_analyzer shows the rate it sent at when it fell behind */
-        printf("    Avg send request rate: %.2f infer/sec\n", throughput(o, w));
+        printf("    Avg send request rate: %.2f infer/sec\n", perf_throughput(o, w));
     if (w->delayed)
         printf("    [WARNING] Perf Analyzer was not able to keep up with the desired request rate. "
                "%.2f%% of the requests were delayed. \n", 100.0 * (double)w->delayed /
                (double)(w->count ? w->count : 1));
-    printf("    Throughput: %g infer/sec\n", throughput(o, w));
+    printf("    Throughput: %g infer/sec\n", perf_throughput(o, w));
     uint64_t send = w->send_ns / n, recv = w->recv_ns / n, lib = w->lib_ns / n;
     if (o->verbose) { /* the share of the threads' time not spent waiting for the server */
         double total = (double)(w->end_ns - w->start_ns) * (double)st->threads;
@@ -204,16 +204,17 @@ void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n
             printf("Request Rate: %g, ", steps[i].rate);
         else
             printf("Concurrency: %llu, ", (unsigned long long)steps[i].value);
-        printf("throughput: %g infer/sec, latency %llu usec\n", throughput(o, &steps[i].merged),
-               US(perf_stab_latency(o, &steps[i].merged)));
+        const perf_window_t *w = &steps[i].merged;
+        printf("throughput: %g infer/sec, latency %llu usec\n", perf_throughput(o, w),
+               US(perf_stab_latency(o, w)));
     }
 }
 
 static int by_throughput(const void *a, const void *b, void *ctx)
 {
     const perf_opts_t *o = ctx;
-    double x = throughput(o, &((const perf_step_t *)a)->merged);
-    double y = throughput(o, &((const perf_step_t *)b)->merged);
+    double x = perf_throughput(o, &((const perf_step_t *)a)->merged);
+    double y = perf_throughput(o, &((const perf_step_t *)b)->merged);
     return (x > y) - (x < y);
 }
 
@@ -250,7 +251,7 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
             fprintf(f, "%g,", sorted[i].rate);
         else
             fprintf(f, "%llu,", (unsigned long long)sorted[i].value);
-        fprintf(f, "%g,%llu,", throughput(o, w), US(send));
+        fprintf(f, "%g,%llu,", perf_throughput(o, w), US(send));
         if (server) {
             server_avg_t a = server_avg(&w->server);
             double net = avg - (double)send - (double)recv - a.queue_ns - a.compute_ns;
