@@ -6,7 +6,8 @@
  *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
  *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
  *   perf_metrics.c  --collect-metrics: the server's GPU series from its Prometheus endpoint
- *   perf_load.c     the load (one thread per concurrency slot), windows, stability
+ *   perf_load.c     the load (one thread per concurrency slot) and its windows
+ *   perf_measure.c  one level measured: windows until stable, perf_analyzer's rules
  *   perf_hist.c     the latency histogram (log-linear, 3 significant digits, no sample cap)
  *   perf_report.c   perf_analyzer's console blocks, summary and CSV
  *   perf_export.c   nereid-perf's own outputs: the JSON report, the SVG plot
@@ -279,6 +280,31 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *s);
 void perf_print_summary(const perf_opts_t *o, const perf_step_t *steps, size_t n);
 NR_MUST_CHECK nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps,
                                           size_t n);
+/* ---- perf_measure.c ---- */
+
+/* The main thread's connections: the model's queries and the statistics, over either
+ * protocol, and the metrics endpoint with --collect-metrics. */
+typedef struct {
+    bool grpc;
+    perf_conn_t http;
+    perf_grpc_t g;
+    perf_metrics_t metrics;
+} perf_ctl_t;
+
+/* PERF_STEP_ALL: not stable, and --report-unstable reports every window of the level merged. */
+typedef enum {
+    PERF_STEP_STABLE,
+    PERF_STEP_UNSTABLE,
+    PERF_STEP_OVER_LIMIT,
+    PERF_STEP_ALL
+} perf_step_result_t;
+
+/* Measures one level (s->value requests in flight, or s->rate per second in rate mode) into
+ * s->merged. Returns an exit code on a fatal error (its text, as perf_analyzer prints it, in
+ * why), else -1 with *res; an unstable level's reason is in why. */
+int perf_measure(perf_ctl_t *ctl, const perf_opts_t *o, const perf_model_t *m, perf_step_t *s,
+                 perf_step_result_t *res, char *why, size_t why_len);
+
 /* perf_export.c: the --json report (each step with its histogram) and the --plot SVG. */
 NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps,
                                            size_t n);
