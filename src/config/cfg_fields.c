@@ -693,3 +693,14 @@ const char *nr__cfg_enum_name(const nr__cfg_enum_t *en, int value)
             return en->vals[i].name;
     return NULL;
 }
+
+const nr__cfg_field_t *nr__cfg_next_field(const nr__cfg_msg_t *m, uint32_t after)
+{
+    const nr__cfg_field_t *best = NULL;
+    for (size_t i = 0; i < m->n_fields; i++) {
+        const nr__cfg_field_t *f = &m->fields[i];
+        if (f->num > after && (best == NULL || f->num < best->num))
+            best = f;
+    }
+    return best;
+}

@@ -5,7 +5,8 @@
  * and sub-table. model_config.c parses the pbtxt tree through these tables,
  * config_from_json.c reads protobuf JSON through them (both store values with
  * the helpers of cfg_store.c), config_json.c prints JSON through them,
- * config_pb.c writes the protobuf binary through them, and nr__cfg_free_msg
+ * config_pb.c writes the protobuf binary and config_pbtxt.c the text format
+ * through them, and nr__cfg_free_msg
  * frees through them. Also the validation entry points shared by the
  * validate*.c files.
  */
@@ -99,6 +100,9 @@ bool nr__cfg_msg_present(const nr__cfg_field_t *f, const void *base);
 bool nr__cfg_msg_is_empty(const nr__cfg_msg_t *m, const void *base);
 void nr__cfg_free_msg(const nr__cfg_msg_t *m, void *base);
 const char *nr__cfg_enum_name(const nr__cfg_enum_t *en, int value); /* NULL if unknown */
+/* The field numbered next after `after` (0: the first), aliases (num 0) never: the order
+ * protobuf writes fields in, binary and text alike. NULL after the last. */
+const nr__cfg_field_t *nr__cfg_next_field(const nr__cfg_msg_t *m, uint32_t after);
 
 /* ---- storing values (cfg_store.c): what the pbtxt and JSON readers share -- */
 

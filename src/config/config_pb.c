@@ -202,23 +202,10 @@ static void put_field(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
     }
 }
 
-/* The field of m with the smallest number above `after`; NULL when none.
- * Aliases (number 0) are never chosen. Tables are short (25 at most), so a
- * scan per field beats keeping sorted copies of them. */
-static const nr__cfg_field_t *next_field(const nr__cfg_msg_t *m, uint32_t after)
-{
-    const nr__cfg_field_t *best = NULL;
-    for (size_t i = 0; i < m->n_fields; i++) {
-        const nr__cfg_field_t *f = &m->fields[i];
-        if (f->num > after && (best == NULL || f->num < best->num))
-            best = f;
-    }
-    return best;
-}
-
 static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base)
 {
-    for (const nr__cfg_field_t *f = next_field(m, 0); f != NULL; f = next_field(m, f->num))
+    for (const nr__cfg_field_t *f = nr__cfg_next_field(m, 0); f != NULL;
+         f = nr__cfg_next_field(m, f->num))
         put_field(b, f, base);
 }
 

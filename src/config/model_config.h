@@ -1,8 +1,9 @@
 /* model_config.h - the typed, immutable Triton ModelConfig (model_config.proto).
  *
  * config/ builds it from config.pbtxt (nr_cfg_parse), fills defaults, validates
- * and renders it as Triton's JSON. After load it never changes: a reload builds
- * a new one. Every string is owned by the config; nr_cfg_free releases it all.
+ * and renders it as Triton's JSON, protobuf binary or config.pbtxt. After load
+ * it never changes: a reload builds a new one. Every string is owned by the
+ * config; nr_cfg_free releases it all.
  * Field names follow the proto's snake_case names; repeated fields are (ptr, n).
  */
 #ifndef NR_MODEL_CONFIG_H
@@ -324,6 +325,13 @@ NR_MUST_CHECK nr_status_t *nr_cfg_validate(const nr_model_config_t *cfg, const c
 
 /* Renders Triton's protobuf JSON for GET .../config (malloc'd, NUL-terminated). */
 char *nr_cfg_to_json(const nr_model_config_t *cfg, size_t *len);
+/* Renders the config as config.pbtxt, in protobuf's text format as its
+ * TextFormat printer writes it (fields in number order, two-space indents,
+ * one line per repeated value, zero scalars and absent messages left out),
+ * for nr_cfg_parse and Triton to read back as the same config. Returns
+ * malloc'd, NUL-terminated text, *len bytes ("" for an all-default config);
+ * never NULL. */
+char *nr_cfg_to_pbtxt(const nr_model_config_t *cfg, size_t *len);
 /* Serializes the config as an inference.ModelConfig protobuf message, in the
  * binary wire format (the body of ModelConfigResponse's field 1). Returns
  * malloc'd bytes, *len of them (0 for an all-default config); never NULL. */
