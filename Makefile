@@ -41,12 +41,21 @@ REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
         fuzz-build ci-sanitize
-all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf
+all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer
 
 # nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links nereid's common code and the
 # gRPC messages (libnereid.a), gRPC's C core and protobuf-c.
 PERF_SRC := $(wildcard src/tools/perf/*.c)
 $(BUILD)/bin/nereid-perf: $(PERF_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnereid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
+
+# nereid-analyzer (src/tools/analyzer): Model Analyzer's counterpart; it measures with
+# nereid-perf's engine (every perf object but its main) and reads configs with src/config.
+PERF_ENGINE_OBJ := $(filter-out %/perf_main.o,$(PERF_SRC:%.c=$(BUILD)/obj/%.o))
+ANALYZER_SRC := $(wildcard src/tools/analyzer/*.c)
+$(BUILD)/bin/nereid-analyzer: $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o) $(PERF_ENGINE_OBJ) \
+                              $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
 

@@ -23,6 +23,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -554,6 +557,11 @@ static void *reaper_main(void *arg)
             set_state(r, NR_MODEL_UNAVAILABLE, NR_REASON_UNLOADED);
         pthread_rwlock_unlock(&repo->lock);
         free_model(m);
+#ifdef __GLIBC__
+        /* glibc keeps what a session freed (its weights, its arena) for the next
+         * allocation; give it back, so an unloaded model's memory leaves the process */
+        malloc_trim(0);
+#endif
         pthread_mutex_lock(&repo->reap_mu);
         repo->outstanding--;
         pthread_cond_broadcast(&repo->reap_cv);

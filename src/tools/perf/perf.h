@@ -299,6 +299,10 @@ typedef enum {
     PERF_STEP_ALL
 } perf_step_result_t;
 
+/* perf_analyzer's defaults (-b 1, concurrency 1, 5000 ms windows, 50-request count windows,
+ * 10 % stability, 10 trials, random data, HTTP). */
+void perf_opts_defaults(perf_opts_t *o);
+
 /* Measures one level (s->value requests in flight, or s->rate per second in rate mode) into
  * s->merged. Returns an exit code on a fatal error (its text, as perf_analyzer prints it, in
  * why), else -1 with *res; an unstable level's reason is in why. */

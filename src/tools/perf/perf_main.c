@@ -153,19 +153,7 @@ static const struct option long_opts[] = {
 
 static void parse_args(int argc, char **argv, perf_opts_t *o)
 {
-    memset(o, 0, sizeof(*o));
-    o->url = NULL; /* localhost:8000, or localhost:8001 with -i grpc */
-    o->protocol = "http";
-    o->batch = 1;
-    o->conc_start = o->conc_end = o->conc_step = 1;
-    o->interval_ms = 5000;
-    o->request_count = 50;
-    o->stability = 0.10;
-    o->max_trials = 10;
-    o->percentile = -1;
-    o->string_length = 128;
-    o->input_data = "random";
-    o->metrics_interval_ms = 1000;
+    perf_opts_defaults(o);
     int c;
     while ((c = getopt_long(argc, argv, "vdazc:u:m:x:b:t:p:i:H:l:r:s:f:h", long_opts, NULL)) != -1) {
         switch (c) {

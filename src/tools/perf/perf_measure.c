@@ -24,6 +24,23 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void perf_opts_defaults(perf_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->url = NULL; /* localhost:8000, or localhost:8001 with -i grpc */
+    o->protocol = "http";
+    o->batch = 1;
+    o->conc_start = o->conc_end = o->conc_step = 1;
+    o->interval_ms = 5000;
+    o->request_count = 50;
+    o->stability = 0.10;
+    o->max_trials = 10;
+    o->percentile = -1;
+    o->string_length = 128;
+    o->input_data = "random";
+    o->metrics_interval_ms = 1000;
+}
+
 static bool window_ok(const perf_window_t *w)
 {
     return w->count > 0 && w->errors == 0;

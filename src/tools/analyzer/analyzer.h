@@ -1,0 +1,173 @@
+/* analyzer.h - nereid-analyzer, Model Analyzer's counterpart (issue #21): what its files share.
+ *
+ *   analyzer_main.c     flags (Model Analyzer's names where they apply), the profile of each
+ *                       model: variants, runs, the choice, the outputs; progress on stderr
+ *   analyzer_server.c   the nereid it measures: started locally (or a remote one), model load
+ *                       with a config override and unload through the repository API, the
+ *                       server process's memory and CPU time from /proc
+ *   analyzer_variant.c  the search space: variants of the model's config (max_batch_size,
+ *                       dynamic batching, instance count) as config JSON, and each variant as a
+ *                       loadable folder <model>_config_<n> with its config.pbtxt
+ *   analyzer_run.c      one variant measured: a concurrency sweep with nereid-perf's engine
+ *                       (perf_measure, in-process), Model Analyzer's early exit
+ *   analyzer_result.c   constraints, objectives, the best variant and the sentence saying why;
+ *                       the CSV files and the checkpoint a later run resumes from
+ *
+ * Data flows one way: options -> variants -> runs (measurements) -> choice -> outputs.
+ */
+#ifndef NR_ANALYZER_H
+#define NR_ANALYZER_H
+
+#include "../perf/perf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct {
+    const char *repo, *out_repo, *export_path, *checkpoint_dir;
+    const char *launch_mode; /* local | remote */
+    const char *server_path; /* local: the nereid binary */
+    const char *http_endpoint; /* remote: host:port */
+    const char *protocol;    /* the measuring client: http | grpc */
+    char **models;
+    size_t n_models;
+    bool override_out;
+    bool quick;              /* --run-config-search-mode quick */
+    bool search_disable;     /* --run-config-search-disable: the default config only */
+    uint64_t min_conc, max_conc;
+    int min_inst, max_inst, min_mbs, max_mbs;
+    int batch;               /* -b: the client's batch size */
+    double latency_budget_ms, min_throughput, max_memory_mb; /* 0: none */
+    double w_throughput, w_latency, w_memory; /* --objectives weights */
+    /* how each level is measured (perf_analyzer's flags) */
+    uint64_t interval_ms;     /* 0: count windows */
+    uint64_t request_count;
+    int max_trials;
+    double stability;
+    bool verbose;
+} az_opts_t;
+
+/* ---- analyzer_server.c ---- */
+
+typedef struct {
+    pid_t pid;        /* local mode: the server process; 0 for a remote server */
+    perf_conn_t conn; /* its HTTP endpoint, for the repository API */
+    char url[96];     /* host:port of the measuring protocol */
+    char http_url[96];
+    char *log_path;   /* local mode: the server's log */
+} az_server_t;
+
+NR_MUST_CHECK nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o);
+void az_server_stop(az_server_t *s);
+/* POST .../load, with {"parameters":{"config":<config_json>}} when config_json is given. */
+NR_MUST_CHECK nr_status_t *az_server_load(az_server_t *s, const char *model,
+                                          const char *config_json);
+NR_MUST_CHECK nr_status_t *az_server_unload(az_server_t *s, const char *model);
+/* GET .../config: the model's complete config as the server serves it (caller frees). */
+NR_MUST_CHECK nr_status_t *az_server_config(az_server_t *s, const char *model, char **json);
+/* The server process's resident memory in bytes now, and its peak since the last
+ * az_server_reset_peak (0 when unknown: a remote server). */
+uint64_t az_server_rss(const az_server_t *s);
+uint64_t az_server_peak_rss(const az_server_t *s);
+void az_server_reset_peak(const az_server_t *s);
+/* The server process's CPU time (user + system) in ns; 0 when unknown. */
+uint64_t az_server_cpu_ns(const az_server_t *s);
+
+/* ---- analyzer_variant.c ---- */
+
+typedef struct {
+    char name[160];       /* <model>_config_default | <model>_config_<n> */
+    bool is_default;
+    int instances;        /* KIND_CPU instances; 0: the model's own groups (default) */
+    int max_batch_size;   /* -1: the model's own (default) */
+    bool dynamic_batching;
+    char *config_json;    /* the load override (name = the model's) */
+} az_variant_t;
+
+/* The model's own max_batch_size, and whether dynamic batching can be added (no sequence
+ * batcher or ensemble scheduling in the config). */
+NR_MUST_CHECK nr_status_t *az_base_info(const char *base_json, int *mbs, bool *can_dynamic);
+/* The variants brute search measures, default first: every instance count in
+ * [min_inst, max_inst] x every max_batch_size power of two in [min_mbs, max_mbs] with dynamic
+ * batching (when the model batches; else instance counts alone). base_json: the server's
+ * config of the model. */
+NR_MUST_CHECK nr_status_t *az_variants(const az_opts_t *o, const char *model,
+                                       const char *base_json, az_variant_t **out, size_t *n);
+/* One variant with the given settings (quick search builds them one at a time). */
+NR_MUST_CHECK nr_status_t *az_variant_make(const char *model, const char *base_json,
+                                           int instances, int mbs, bool dynamic, size_t index,
+                                           az_variant_t *v);
+void az_variants_free(az_variant_t *v, size_t n);
+/* A short description: "2 instances, max_batch_size 8, dynamic batching". */
+void az_variant_describe(const az_variant_t *v, char *out, size_t len);
+/* Writes <dir>/<dir_name>/ with config.pbtxt (its name set to dir_name) and the model's
+ * version folders linked (or copied) from <repo>/<model>. */
+NR_MUST_CHECK nr_status_t *az_variant_write(const az_opts_t *o, const char *model,
+                                            const az_variant_t *v, const char *dir,
+                                            const char *dir_name);
+
+/* ---- analyzer_run.c ---- */
+
+typedef struct {
+    uint64_t concurrency;
+    double throughput;                       /* infer/sec */
+    double avg_ms, p50_ms, p90_ms, p95_ms, p99_ms;
+    double queue_ms, input_ms, infer_ms, output_ms; /* server averages per request */
+    double wait_ms;                          /* client response wait */
+    double cpu_util;                         /* server CPU time / wall time: cores busy */
+    double mem_mb;                           /* server RSS peak over the level, MB */
+    bool stable;
+} az_point_t;
+
+typedef struct {
+    size_t variant;        /* index into the model's variants */
+    uint64_t min_conc, max_conc; /* the concurrency range swept */
+    double load_mb;        /* RSS growth from loading the variant, MB (-1: unknown) */
+    double load_s;         /* how long the load took */
+    az_point_t *pts;
+    size_t n_pts;
+    char *error;           /* the variant failed to load or to serve */
+} az_run_t;
+
+/* Loads v, sweeps it over concurrency min_conc, 2 x min_conc, ... up to max_conc, unloads
+ * it. A failure is recorded in r->error. */
+void az_run_variant(const az_opts_t *o, az_server_t *s, const char *model,
+                    const az_variant_t *v, size_t index, uint64_t min_conc, uint64_t max_conc,
+                    az_run_t *r);
+/* The highest throughput the run measured (0 without measurements). */
+double az_run_peak(const az_run_t *r);
+void az_run_free(az_run_t *r);
+
+/* ---- analyzer_result.c ---- */
+
+/* True when the measurement meets --latency-budget, --min-throughput and the memory limit. */
+bool az_satisfies(const az_opts_t *o, const az_run_t *r, const az_point_t *p);
+/* >0 when a is better than b under --objectives (weighted relative gains). */
+double az_compare(const az_opts_t *o, const az_run_t *ra, const az_point_t *a,
+                  const az_run_t *rb, const az_point_t *b);
+/* A run's best measurement under the constraints (NULL: none satisfies them). */
+const az_point_t *az_best_point(const az_opts_t *o, const az_run_t *r);
+/* The best run (index into runs; -1 when none satisfies the constraints). */
+ssize_t az_best_run(const az_opts_t *o, const az_run_t *runs, size_t n);
+/* One sentence: why the best won, against the default. */
+void az_explain(const az_opts_t *o, const az_variant_t *vs, const az_run_t *runs, size_t n,
+                ssize_t best, char *out, size_t len);
+/* results/metrics-model-inference.csv: Model Analyzer's columns, then nereid's. Appends rows
+ * (the header once per file). */
+NR_MUST_CHECK nr_status_t *az_write_csv(const az_opts_t *o, const char *model,
+                                        const az_variant_t *vs, const az_run_t *runs, size_t n);
+/* The checkpoint: every finished run of a model, to resume an interrupted profile. */
+NR_MUST_CHECK nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model,
+                                              const az_variant_t *vs, const az_run_t *runs,
+                                              size_t n);
+/* The runs the checkpoint holds (each with its variant's config); *out is malloc'd. */
+typedef struct {
+    char *config;
+    az_run_t run; /* run.variant is not set */
+} az_saved_run_t;
+size_t az_checkpoint_load(const az_opts_t *o, const char *model, az_saved_run_t **out);
+void az_saved_free(az_saved_run_t *s, size_t n);
+
+#endif

@@ -1,0 +1,299 @@
+/* analyzer_variant.c - the search space and the variants' folders (analyzer.h).
+ *
+ * A variant is the server's own config of the model (GET .../config: complete, defaults
+ * filled) with three top-level members replaced, as Model Analyzer's automatic brute search
+ * builds them: max_batch_size, dynamic_batching ({} added when the model batches) and
+ * instance_group (one KIND_CPU group of n instances). Edits are made on the JSON document, so
+ * that every other member reaches the server and the written config.pbtxt unchanged; the
+ * pbtxt comes from nereid's config parser and writer, which also checks the result.
+ */
+#include "analyzer.h"
+
+#include "../../common/alloc.h"
+#include "../../common/buf.h"
+#include "../../common/json.h"
+#include "../../config/model_config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void put_json(nr_buf_t *b, const nr_jv_t *v)
+{
+    switch (v->type) {
+    case NR_JV_NULL: nr_buf_puts(b, "null"); break;
+    case NR_JV_FALSE: nr_buf_puts(b, "false"); break;
+    case NR_JV_TRUE: nr_buf_puts(b, "true"); break;
+    case NR_JV_INT: nr_buf_i64(b, v->u.i); break;
+    case NR_JV_UINT: nr_buf_u64(b, (uint64_t)v->u.i); break;
+    case NR_JV_REAL: nr_buf_double(b, v->u.d); break;
+    case NR_JV_STRING: nr_buf_json_str(b, v->u.str, v->n); break;
+    case NR_JV_ARRAY:
+        nr_buf_putc(b, '[');
+        for (size_t i = 0; i < v->n; i++) {
+            if (i)
+                nr_buf_putc(b, ',');
+            put_json(b, &v->u.items[i]);
+        }
+        nr_buf_putc(b, ']');
+        break;
+    case NR_JV_OBJECT:
+        nr_buf_putc(b, '{');
+        for (size_t i = 0; i < v->n; i++) {
+            if (i)
+                nr_buf_putc(b, ',');
+            nr_buf_json_str(b, v->u.members[i].key, v->u.members[i].key_len);
+            nr_buf_putc(b, ':');
+            put_json(b, &v->u.members[i].val);
+        }
+        nr_buf_putc(b, '}');
+        break;
+    default: break;
+    }
+}
+
+static bool key_is(const nr_jv_member_t *m, const char *k)
+{
+    return m->key_len == strlen(k) && memcmp(m->key, k, m->key_len) == 0;
+}
+
+/* base with name, max_batch_size (mbs >= 0), dynamic_batching and instance_group (instances
+ * > 0) replaced. */
+static nr_status_t *edit(const char *base_json, const char *name, int instances, int mbs,
+                         bool dynamic, char **out)
+{
+    nr_json_doc_t *doc;
+    const nr_jv_t *root;
+    nr_status_t *st = nr_json_parse(base_json, strlen(base_json), &doc, &root);
+    if (st)
+        return nr_status_prefix(st, "the server's config: ");
+    if (root->type != NR_JV_OBJECT) {
+        nr_json_free(doc);
+        return nr_status_new(NR_INVALID_ARG, "the server's config is not a JSON object");
+    }
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_buf_putc(&b, '{');
+    bool first = true;
+    for (size_t i = 0; i < root->n; i++) {
+        const nr_jv_member_t *m = &root->u.members[i];
+        if ((name && key_is(m, "name")) || (mbs >= 0 && key_is(m, "max_batch_size")) ||
+            (dynamic && key_is(m, "dynamic_batching")) ||
+            (instances > 0 && key_is(m, "instance_group")))
+            continue;
+        if (!first)
+            nr_buf_putc(&b, ',');
+        first = false;
+        nr_buf_json_str(&b, m->key, m->key_len);
+        nr_buf_putc(&b, ':');
+        put_json(&b, &m->val);
+    }
+    const char *sep = first ? "" : ",";
+    if (name) {
+        nr_buf_printf(&b, "%s\"name\":", sep);
+        nr_buf_json_str(&b, name, strlen(name));
+        sep = ",";
+    }
+    if (mbs >= 0) {
+        nr_buf_printf(&b, "%s\"max_batch_size\":%d", sep, mbs);
+        sep = ",";
+    }
+    if (dynamic) {
+        nr_buf_printf(&b, "%s\"dynamic_batching\":{}", sep);
+        sep = ",";
+    }
+    if (instances > 0)
+        nr_buf_printf(&b, "%s\"instance_group\":[{\"count\":%d,\"kind\":\"KIND_CPU\"}]", sep,
+                      instances);
+    nr_buf_putc(&b, '}');
+    nr_json_free(doc);
+    *out = nr_buf_steal(&b, NULL);
+    return NULL;
+}
+
+nr_status_t *az_base_info(const char *base_json, int *mbs, bool *can_dynamic)
+{
+    nr_model_config_t *cfg;
+    nr_status_t *st = nr_cfg_parse_json(base_json, strlen(base_json), &cfg);
+    if (st)
+        return nr_status_prefix(st, "the server's config: ");
+    *mbs = cfg->max_batch_size;
+    *can_dynamic = cfg->scheduling_choice == NR_SCHED_DEFAULT ||
+                   cfg->scheduling_choice == NR_SCHED_DYNAMIC;
+    nr_cfg_free(cfg);
+    return NULL;
+}
+
+nr_status_t *az_variant_make(const char *model, const char *base_json, int instances, int mbs,
+                             bool dynamic, size_t index, az_variant_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    snprintf(v->name, sizeof(v->name), "%s_config_%zu", model, index);
+    v->instances = instances;
+    v->max_batch_size = mbs;
+    v->dynamic_batching = dynamic;
+    return edit(base_json, NULL, instances, mbs, dynamic, &v->config_json);
+}
+
+nr_status_t *az_variants(const az_opts_t *o, const char *model, const char *base_json,
+                         az_variant_t **out, size_t *n)
+{
+    int base_mbs = 0;
+    bool can_dynamic = false;
+    nr_status_t *st = az_base_info(base_json, &base_mbs, &can_dynamic);
+    if (st)
+        return st;
+    size_t cap = 1, count = 0;
+    for (int i = o->min_inst; i <= o->max_inst; i++)
+        for (int b = o->min_mbs; b <= o->max_mbs; b *= 2)
+            cap++;
+    cap += (size_t)(o->max_inst - o->min_inst + 1);
+    az_variant_t *vs = nr_calloc(cap, sizeof(*vs));
+    az_variant_t *d = &vs[count++];
+    snprintf(d->name, sizeof(d->name), "%s_config_default", model);
+    d->is_default = true;
+    d->max_batch_size = -1;
+    d->config_json = nr_strdup(base_json);
+    for (int i = o->min_inst; !o->search_disable && i <= o->max_inst && st == NULL; i++) {
+        if (base_mbs == 0 || !can_dynamic) { /* no batching: instance counts alone */
+            st = az_variant_make(model, base_json, i, base_mbs == 0 ? -1 : base_mbs, false,
+                                 count - 1, &vs[count]);
+            count++;
+            continue;
+        }
+        for (int b = o->min_mbs; b <= o->max_mbs && st == NULL; b *= 2) {
+            st = az_variant_make(model, base_json, i, b, true, count - 1, &vs[count]);
+            count++;
+        }
+    }
+    if (st) {
+        az_variants_free(vs, count);
+        return st;
+    }
+    *out = vs;
+    *n = count;
+    return NULL;
+}
+
+void az_variants_free(az_variant_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].config_json);
+    free(v);
+}
+
+void az_variant_describe(const az_variant_t *v, char *out, size_t len)
+{
+    if (v->is_default) {
+        snprintf(out, len, "the model's own config");
+        return;
+    }
+    int k = snprintf(out, len, "%d instance%s", v->instances, v->instances == 1 ? "" : "s");
+    if (v->max_batch_size > 0 && k >= 0 && (size_t)k < len)
+        k += snprintf(out + k, len - (size_t)k, ", max_batch_size %d", v->max_batch_size);
+    if (v->dynamic_batching && k >= 0 && (size_t)k < len)
+        snprintf(out + k, len - (size_t)k, ", dynamic batching");
+}
+
+/* ---- the folders ---- */
+
+static nr_status_t *copy_file(const char *from, const char *to)
+{
+    if (link(from, to) == 0)
+        return NULL;
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", from, strerror(errno));
+    int outfd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (outfd < 0) {
+        close(in);
+        return nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", to, strerror(errno));
+    }
+    char buf[1 << 16];
+    ssize_t n;
+    nr_status_t *st = NULL;
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        if (write(outfd, buf, (size_t)n) != n) {
+            st = nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", to, strerror(errno));
+            break;
+        }
+    if (n < 0 && st == NULL)
+        st = nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", from, strerror(errno));
+    close(in);
+    if (close(outfd) != 0 && st == NULL)
+        st = nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", to, strerror(errno));
+    return st;
+}
+
+/* Everything in from/ except its config.pbtxt and configs/, into to/ (which exists). */
+static nr_status_t *copy_tree(const char *from, const char *to, bool top)
+{
+    DIR *d = opendir(from);
+    if (d == NULL)
+        return nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", from, strerror(errno));
+    nr_status_t *st = NULL;
+    struct dirent *e;
+    while (st == NULL && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            (top && (!strcmp(e->d_name, "config.pbtxt") || !strcmp(e->d_name, "configs"))))
+            continue;
+        char src[PATH_MAX], dst[PATH_MAX];
+        snprintf(src, sizeof(src), "%s/%s", from, e->d_name);
+        snprintf(dst, sizeof(dst), "%s/%s", to, e->d_name);
+        struct stat sb;
+        if (stat(src, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (mkdir(dst, 0755) != 0 && errno != EEXIST)
+                st = nr_status_new(NR_INVALID_ARG, "cannot create %s: %s", dst, strerror(errno));
+            else
+                st = copy_tree(src, dst, false);
+        } else if (S_ISREG(sb.st_mode)) {
+            unlink(dst);
+            st = copy_file(src, dst);
+        }
+    }
+    closedir(d);
+    return st;
+}
+
+nr_status_t *az_variant_write(const az_opts_t *o, const char *model, const az_variant_t *v,
+                              const char *dir, const char *dir_name)
+{
+    char *json;
+    nr_status_t *st = edit(v->config_json, dir_name, 0, -1, false, &json);
+    if (st)
+        return st;
+    nr_model_config_t *cfg;
+    st = nr_cfg_parse_json(json, strlen(json), &cfg);
+    free(json);
+    if (st)
+        return nr_status_prefix(st, "variant %s: ", v->name);
+    size_t len;
+    char *text = nr_cfg_to_pbtxt(cfg, &len);
+    nr_cfg_free(cfg);
+    char path[PATH_MAX], src[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, dir_name);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        st = nr_status_new(NR_INVALID_ARG, "cannot create %s: %s", path, strerror(errno));
+    snprintf(src, sizeof(src), "%s/%s", o->repo, model);
+    if (st == NULL)
+        st = copy_tree(src, path, true);
+    if (st == NULL) {
+        snprintf(path, sizeof(path), "%s/%s/config.pbtxt", dir, dir_name);
+        FILE *f = fopen(path, "w");
+        bool ok = f != NULL && fwrite(text, 1, len, f) == len;
+        if (f != NULL && fclose(f) != 0)
+            ok = false;
+        if (!ok)
+            st = nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", path, strerror(errno));
+    }
+    free(text);
+    return st;
+}

@@ -1,0 +1,223 @@
+"""nereid-analyzer (issue #21): profiles a model through a nereid it starts itself (model
+control, explicit mode), measuring with the nereid-perf engine in-process. The windows are short
+(time windows of 150 ms, three of them) and the bounds small, so each profile takes
+seconds; what is checked is behaviour: the variants are valid configs that load, the CSV has
+Model Analyzer's columns and one row per measurement, constraints exclude, a checkpoint resumes,
+bad arguments get clear errors. The one comparison of figures is made where the gap is several
+times any noise: a 2048x2048 MatMul at 16 requests in flight, one request at a time against
+batches of up to 8 (ONNX Runtime here: ~150 us for one row, ~350 us for eight)."""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid")
+ANALYZER = BIN.parent / "nereid-analyzer"
+EXAMPLES = ROOT / "examples" / "model_repository"
+UNDER_ASAN = "ASAN_OPTIONS" in os.environ
+SHORT = ["--measurement-interval", "150", "--max-trials", "3", "--stability-percentage", "1000"]
+
+# Model Analyzer's columns (its metrics-model-inference.csv), then nereid's own
+MA_COLUMNS = ["Model", "Batch", "Concurrency", "Model Config Path", "Instance Group",
+              "Max Batch Size", "Satisfies Constraints", "Throughput (infer/sec)",
+              "p99 Latency (ms)"]
+
+MLP_CONFIG = """name: "mlp"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 2048 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 2048 ] } ]
+"""
+
+
+def write_mlp(repo):
+    """INPUT0 [batch, 2048] -> MatMul(2048x2048) -> Relu -> OUTPUT0."""
+    w = numpy_helper.from_array(
+        (np.random.default_rng(1).random((2048, 2048), dtype=np.float32) * 0.01), "W")
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["INPUT0", "W"], ["h"]),
+         helper.make_node("Relu", ["h"], ["OUTPUT0"])], "mlp",
+        [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ["batch", 2048])],
+        [helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ["batch", 2048])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    (repo / "mlp" / "1").mkdir(parents=True)
+    onnx.save(m, str(repo / "mlp" / "1" / "model.onnx"))
+    (repo / "mlp" / "config.pbtxt").write_text(MLP_CONFIG)
+
+
+def analyzer(args, timeout=600):
+    return subprocess.run([str(ANALYZER), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def profile_args(repo, model, out, export, *extra):
+    return ["profile", "--model-repository", repo, "--profile-models", model,
+            "--output-model-repository-path", out, "-e", export, "-s", export / "checkpoints",
+            *SHORT, *extra]
+
+
+def read_csv(export):
+    with open(export / "results" / "metrics-model-inference.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    """One brute profile of mlp at 16 in flight: default (1 instance, no batching), then
+    max_batch_size 8 with dynamic batching at 1 and 2 instances."""
+    d = tmp_path_factory.mktemp("analyzer_mlp")
+    write_mlp(d / "repo")
+    args = profile_args(d / "repo", "mlp", d / "out", d / "export",
+                        "--run-config-search-min-concurrency", "16",
+                        "--run-config-search-max-concurrency", "16",
+                        "--run-config-search-min-model-batch-size", "8",
+                        "--run-config-search-max-model-batch-size", "8",
+                        "--run-config-search-max-instance-count", "2")
+    r = analyzer(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d, args, r
+
+
+def test_the_known_better_config_wins(mlp):
+    d, _, r = mlp
+    assert re.search(r"^mlp: 3 runs \(3 measured now\), \d+ measurements in \d+ s$", r.stdout,
+                     re.M), r.stdout
+    best = re.search(r"^mlp: best: (.*)$", r.stdout, re.M).group(1)
+    assert "dynamic batching" in best and "default" in best, best
+    _, rows = read_csv(d / "export")
+    thr = {row["Model Config Path"]: float(row["Throughput (infer/sec)"]) for row in rows}
+    assert set(thr) == {"mlp_config_default", "mlp_config_0", "mlp_config_1"}
+    assert thr["mlp_config_0"] > 1.3 * thr["mlp_config_default"], thr
+    written = (d / "out" / "mlp" / "config.pbtxt").read_text()
+    assert 'name: "mlp"' in written and "dynamic_batching {" in written, written
+    assert "max_batch_size: 8" in written
+
+
+def test_every_variant_is_a_folder_that_loads(mlp, server_factory):
+    d, _, _ = mlp
+    out = d / "out"
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["mlp", "mlp_config_0", "mlp_config_1", "mlp_config_default"]
+    for n in names:
+        cfg = (out / n / "config.pbtxt").read_text()
+        assert f'name: "{n}"' in cfg, cfg
+        assert (out / n / "1" / "model.onnx").stat().st_size > 16 << 20
+    assert "count: 2" in (out / "mlp_config_1" / "config.pbtxt").read_text()
+    srv = server_factory([out])
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/v2/repository/index",
+                                data=b"{}") as f:
+        index = json.load(f)
+    assert sorted((m["name"], m["state"]) for m in index) == [(n, "READY") for n in names]
+
+
+def test_the_csv_has_model_analyzers_columns_and_a_row_per_run(mlp):
+    d, _, _ = mlp
+    header, rows = read_csv(d / "export")
+    assert header[:len(MA_COLUMNS)] == MA_COLUMNS
+    for col in ("p95 Latency (ms)", "p50 Latency (ms)", "Server Queue (ms)",
+                "Server Compute Infer (ms)", "Max CPU Memory Usage (MB)",
+                "Model Load Memory (MB)", "Server CPU (cores)"):
+        assert col in header
+    assert len(rows) == 3
+    for row in rows:
+        assert row["Model"] == "mlp" and row["Concurrency"] == "16" and row["Batch"] == "1"
+        assert row["Satisfies Constraints"] == "Yes"
+        assert float(row["Throughput (infer/sec)"]) > 0
+        assert float(row["p99 Latency (ms)"]) >= float(row["p50 Latency (ms)"]) > 0
+        # the 16 MiB weight is in the server's memory once per instance at least (under
+        # ASan, whose quarantine keeps freed memory, only the first load is sure to grow RSS)
+        if row["Model Config Path"] == "mlp_config_default" or not UNDER_ASAN:
+            assert float(row["Model Load Memory (MB)"]) > 10, row
+        assert float(row["Max CPU Memory Usage (MB)"]) > float(row["Model Load Memory (MB)"])
+    inst = {row["Model Config Path"]: row["Instance Group"] for row in rows}
+    assert inst["mlp_config_1"] == "2:CPU" and inst["mlp_config_0"] == "1:CPU"
+
+
+def test_a_checkpoint_resumes_without_measuring_again(mlp):
+    d, args, first = mlp
+    r = analyzer(args)
+    assert r.returncode == 1
+    assert "already exists" in r.stderr and "--override-output-model-repository" in r.stderr
+    r = analyzer(args + ["--override-output-model-repository"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "resuming from" in r.stderr and "(3 runs measured)" in r.stderr, r.stderr
+    assert "mlp: 3 runs (0 measured now)" in r.stdout, r.stdout
+    best = lambda out: re.search(r"^mlp: best: (.*)$", out, re.M).group(1)
+    assert best(r.stdout) == best(first.stdout)
+
+
+@pytest.fixture(scope="module")
+def simple_repo(tmp_path_factory):
+    d = tmp_path_factory.mktemp("analyzer_simple")
+    shutil.copytree(EXAMPLES / "simple", d / "repo" / "simple")
+    return d
+
+
+def test_constraints_exclude(simple_repo, tmp_path):
+    r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",
+                              tmp_path / "export", "--run-config-search-disable",
+                              "--run-config-search-max-concurrency", "2",
+                              "--latency-budget", "0.0001"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "No configuration met the constraints" in r.stdout + r.stderr
+    _, rows = read_csv(tmp_path / "export")
+    assert rows and all(row["Satisfies Constraints"] == "No" for row in rows)
+    assert not (tmp_path / "out" / "simple").exists()
+
+
+def test_quick_search_measures_fewer_variants(simple_repo, tmp_path):
+    r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",
+                              tmp_path / "export", "--run-config-search-mode", "quick",
+                              "--run-config-search-max-concurrency", "4",
+                              "--run-config-search-max-instance-count", "2",
+                              "--run-config-search-max-model-batch-size", "4"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"^simple: (\d+) runs \(\d+ measured now\), (\d+) measurements", r.stdout,
+                  re.M)
+    # brute over the same bounds: default + 2 instance counts x 3 batch sizes, each swept
+    # over concurrency 1, 2, 4: 21 measurements
+    assert m and 2 <= int(m.group(1)) and int(m.group(2)) < 21, r.stdout
+    assert (tmp_path / "out" / "simple" / "config.pbtxt").exists()
+    assert (tmp_path / "out" / "simple_config_default" / "config.pbtxt").exists()
+    assert "[1/" in r.stderr  # progress
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--run-config-search-mode", "fast"], "--run-config-search-mode must be brute or quick"),
+    (["--client-protocol", "tcp"], "--client-protocol must be http or grpc"),
+    (["--triton-launch-mode", "docker"], "--triton-launch-mode must be local or remote"),
+    (["--objectives", "speed"], "unknown objective 'speed'"),
+    (["--run-config-search-min-instance-count", "3",
+      "--run-config-search-max-instance-count", "2"], "below its min"),
+    (["--bogus"], "unknown option"),
+])
+def test_bad_arguments_get_clear_errors(simple_repo, tmp_path, extra, message):
+    r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",
+                              tmp_path / "export", *extra), timeout=30)
+    assert r.returncode == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_inputs_get_clear_errors(simple_repo, tmp_path):
+    r = analyzer(["profile", "--model-repository", simple_repo / "repo"], timeout=30)
+    assert r.returncode == 1 and "--profile-models is required" in r.stderr
+    r = analyzer(["profile", "--model-repository", tmp_path / "nope", "--profile-models", "x"],
+                 timeout=30)
+    assert r.returncode == 1 and "not a directory" in r.stderr
+    r = analyzer(profile_args(simple_repo / "repo", "no_such_model", tmp_path / "out",
+                              tmp_path / "export"), timeout=120)
+    assert r.returncode == 1 and "no_such_model" in r.stderr, r.stderr
+    r = analyzer(["report"], timeout=30)
+    assert r.returncode == 1 and "not yet" in r.stderr
