@@ -18,7 +18,8 @@ REQS="$ROOT/scripts/requirements.txt"
 
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
           libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-          wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates)
+          wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates
+          chromium) # chromium: the analyzer report's test renders it headless
 HEADERS_SUITE=trixie # the Debian release whose libonnxruntime-dev gives the C headers
 
 say() { printf 'setup: %s\n' "$*"; }

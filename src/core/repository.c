@@ -549,6 +549,12 @@ static void *reaper_main(void *arg)
         nr_model_t *m = repo->reap[--repo->n_reap];
         pthread_mutex_unlock(&repo->reap_mu);
         nr_model_unload(m); /* its config (and name) stay until free_model */
+#ifdef __GLIBC__
+        /* glibc keeps what the sessions freed (weights, arenas) for later allocations;
+         * give it back before the model shows as unloaded, so that its memory has left
+         * the process by then (nereid-analyzer measures the next load from there) */
+        malloc_trim(0);
+#endif
         NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
         pthread_rwlock_wrlock(&repo->lock);
         entry_t *e = find_entry(repo, m->name, strlen(m->name), NULL);
@@ -557,11 +563,6 @@ static void *reaper_main(void *arg)
             set_state(r, NR_MODEL_UNAVAILABLE, NR_REASON_UNLOADED);
         pthread_rwlock_unlock(&repo->lock);
         free_model(m);
-#ifdef __GLIBC__
-        /* glibc keeps what a session freed (its weights, its arena) for the next
-         * allocation; give it back, so an unloaded model's memory leaves the process */
-        malloc_trim(0);
-#endif
         pthread_mutex_lock(&repo->reap_mu);
         repo->outstanding--;
         pthread_cond_broadcast(&repo->reap_cv);

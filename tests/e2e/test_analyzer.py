@@ -11,8 +11,10 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import urllib.request
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +194,8 @@ def test_quick_search_measures_fewer_variants(simple_repo, tmp_path):
     assert (tmp_path / "out" / "simple" / "config.pbtxt").exists()
     assert (tmp_path / "out" / "simple_config_default" / "config.pbtxt").exists()
     assert "[1/" in r.stderr  # progress
+    html = (tmp_path / "export" / "reports" / "simple.html").read_text()
+    assert 'class="run"' in html  # the swept runs as lines over their levels
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -219,5 +223,79 @@ def test_missing_inputs_get_clear_errors(simple_repo, tmp_path):
     r = analyzer(profile_args(simple_repo / "repo", "no_such_model", tmp_path / "out",
                               tmp_path / "export"), timeout=120)
     assert r.returncode == 1 and "no_such_model" in r.stderr, r.stderr
-    r = analyzer(["report"], timeout=30)
-    assert r.returncode == 1 and "not yet" in r.stderr
+    r = analyzer(["report", "-e", tmp_path / "nothing"], timeout=30)
+    assert r.returncode == 1 and "no results in" in r.stderr, r.stderr
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB tuples) of an 8-bit RGB or RGBA PNG, as Chromium writes
+    its screenshots (no Pillow in the test environment: zlib and the five row filters)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6), (depth, ctype)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+def test_the_report_shows_the_plots_and_is_rebuilt_from_the_export_path(mlp, tmp_path):
+    d, _, r = mlp
+    html_path = d / "export" / "reports" / "mlp.html"
+    assert f"mlp: report: {html_path}" in r.stdout, r.stdout
+    html = html_path.read_text()
+    assert "<script" not in html and "http://" not in html.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")  # opens offline
+    for part in ('<svg id="latency"', 'id="pareto"', 'id="recommended"', '<svg id="memory"',
+                 '<tr class="recommended">', "mlp_config_default", "mlp_config_1"):
+        assert part in html, part
+    # one level per run here (concurrency 16): a dot each, no line; two bars per variant
+    assert html.count(", concurrency 16: ") == 3 and html.count('class="bar"') == 6
+    # `report` rebuilds it from results/mlp.json alone
+    html_path.unlink()
+    rr = analyzer(["report", "-e", d / "export"], timeout=30)
+    assert rr.returncode == 0 and html_path.read_text() == html, rr.stderr
+    # rendered by a browser: the plots are drawn, not a blank page
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing (make setup installs it)"
+    shot = tmp_path / "report.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1000,1100", f"--screenshot={shot}", html_path.as_uri()],
+                   capture_output=True, timeout=120, cwd=tmp_path)
+    w, h, rows = png_pixels(shot)
+    assert (w, h) == (1000, 1100)
+    colours = {}
+    for row in rows[::2]:
+        for px in row[::2]:
+            colours[px] = colours.get(px, 0) + 1
+    ink = sum(n for px, n in colours.items() if px != (255, 255, 255))
+    assert ink > 0.02 * sum(colours.values()), "a blank page"
+    # the recommended line's red, and the memory bars' blue, are on the page
+    near = lambda want: sum(n for px, n in colours.items()
+                            if all(abs(a - b) <= 24 for a, b in zip(px, want)))
+    assert near((0xd6, 0x27, 0x28)) > 50 and near((0x31, 0x82, 0xbd)) > 200

@@ -11,12 +11,12 @@
  * repository root (as `make unit` does).
  */
 #include "nr_test.h"
+#include "config_dirs.h"
 
 #include "../../src/common/alloc.h"
 #include "../../src/config/cfg_int.h"
 #include "../../src/config/model_config.h"
 
-#include <dirent.h>
 #include <math.h>
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -440,42 +440,17 @@ static int round_trip_text(const char *text)
     return cfg != NULL ? round_trip(cfg, text) : -1;
 }
 
-/* Round-trips every config.pbtxt of dir (dir/<entry>/sub when sub is set;
- * files that are no config are passed over); returns how many did. */
-static int round_trip_dir(const char *dir, const char *sub)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        nr_test_fail(__FILE__, __LINE__, "cannot open %s (run from the repository root)", dir);
-        return 0;
-    }
-    int ok = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *path = nr_asprintf("%s/%s%s%s", dir, e->d_name, sub ? "/" : "", sub ? sub : "");
-        nr_model_config_t *cfg;
-        nr_status_t *st = nr_cfg_parse_file(path, &cfg);
-        if (st == NULL && round_trip(cfg, path) > 0)
-            ok++;
-        nr_status_free(st);
-        free(path);
-    }
-    closedir(d);
-    return ok;
-}
-
 NR_TEST(round_trip_test_configs)
 {
-    int n = round_trip_dir("tests/fuzz/corpus/config", NULL);
+    int n = nr_test_config_dir("tests/fuzz/corpus/config", NULL, round_trip);
     fprintf(stderr, "round trip: %d configs of tests/fuzz/corpus/config\n", n);
     EXPECT_TRUE(n >= 160);
 }
 
 NR_TEST(round_trip_example_repository)
 {
-    EXPECT_EQ_INT(round_trip_dir("examples/model_repository", "config.pbtxt"), 4);
+    EXPECT_EQ_INT(
+        nr_test_config_dir("examples/model_repository", "config.pbtxt", round_trip), 4);
 }
 
 NR_TEST(round_trip_every_field)

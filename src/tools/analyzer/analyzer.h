@@ -33,6 +33,7 @@ typedef struct {
     const char *protocol;    /* the measuring client: http | grpc */
     char **models;
     size_t n_models;
+    bool report;             /* the report subcommand */
     bool override_out;
     bool quick;              /* --run-config-search-mode quick */
     bool search_disable;     /* --run-config-search-disable: the default config only */
@@ -162,12 +163,43 @@ NR_MUST_CHECK nr_status_t *az_write_csv(const az_opts_t *o, const char *model,
 NR_MUST_CHECK nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model,
                                               const az_variant_t *vs, const az_run_t *runs,
                                               size_t n);
-/* The runs the checkpoint holds (each with its variant's config); *out is malloc'd. */
+/* A run as the checkpoint or the results file holds it, with its variant. */
 typedef struct {
-    char *config;
-    az_run_t run; /* run.variant is not set */
+    char *config;           /* the variant's config (JSON): how a checkpoint run is matched */
+    char *name, *description; /* the variant's ("<model>_config_0", "2 instances, ...") */
+    bool is_default;
+    az_run_t run;           /* run.variant is not set */
 } az_saved_run_t;
+/* The runs the checkpoint holds; *out is malloc'd. An unreadable checkpoint is ignored, with
+ * a line on stderr. */
 size_t az_checkpoint_load(const az_opts_t *o, const char *model, az_saved_run_t **out);
 void az_saved_free(az_saved_run_t *s, size_t n);
+
+/* <export-path>/results/<model>.json: the checkpoint's runs, the best run and its best
+ * concurrency, and the sentence; the report is made from it. Its path into path. */
+NR_MUST_CHECK nr_status_t *az_results_save(const az_opts_t *o, const char *model,
+                                           const az_variant_t *vs, const az_run_t *runs,
+                                           size_t n, ssize_t best, const char *why, char *path,
+                                           size_t path_len);
+typedef struct {
+    char *model, *why;
+    az_saved_run_t *runs;
+    size_t n;
+    ssize_t best_run;          /* -1: nothing met the constraints */
+    uint64_t best_concurrency;
+} az_results_t;
+NR_MUST_CHECK nr_status_t *az_results_load(const char *path, az_results_t *out);
+void az_results_free(az_results_t *r);
+
+/* mkdir -p */
+NR_MUST_CHECK nr_status_t *az_mkdirs(const char *path);
+
+/* ---- analyzer_report.c ---- */
+
+/* <export-path>/reports/<model>.html from a results file: one self-contained page (inline
+ * SVG, no script, no network) with throughput against p99 per variant, the Pareto front and
+ * the recommendation, memory per variant, and every measurement. Its path into out. */
+NR_MUST_CHECK nr_status_t *az_report_write(const char *export_path, const az_results_t *r,
+                                           char *out, size_t out_len);
 
 #endif

@@ -11,7 +11,9 @@
 
 #include "../../common/alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <grpc/grpc.h>
@@ -25,7 +27,8 @@
 #define AZ_EXIT_ERROR 1
 
 static const char usage_text[] =
-    "Usage: nereid-analyzer profile --model-repository <dir> --profile-models <m>[,<m>...]\n"
+    "Usage: nereid-analyzer report [-e|--export-path <dir>] [--profile-models <m>[,<m>...]]\n"
+    "       nereid-analyzer profile --model-repository <dir> --profile-models <m>[,<m>...]\n"
     "         [--output-model-repository-path <dir>] [--override-output-model-repository]\n"
     "         [-e|--export-path <dir>] [-s|--checkpoint-directory <dir>]\n"
     "         [--run-config-search-mode brute|quick] [--run-config-search-disable]\n"
@@ -41,8 +44,9 @@ static const char usage_text[] =
     "         [--triton-http-endpoint <host:port>]\n"
     "         [--measurement-interval <ms>] [--measurement-request-count <n>]\n"
     "         [--max-trials <n>] [--stability-percentage <pct>] [-v]\n"
-    "Model Analyzer's flag names (docs/analyzer.md). Not yet: -f config.yaml,\n"
-    "the HTML report (nereid-analyzer report), several models measured together.\n";
+    "Model Analyzer's flag names (docs/analyzer.md). report rebuilds the HTML reports\n"
+    "(<export-path>/reports/<model>.html) from <export-path>/results/<model>.json.\n"
+    "Not yet: -f config.yaml, several models measured together.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -150,16 +154,14 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
     o->max_trials = 10;
     o->stability = 0.10;
     const char *models = NULL;
-    if (argc < 2 || strcmp(argv[1], "profile") != 0) {
+    if (argc < 2 || (strcmp(argv[1], "profile") != 0 && strcmp(argv[1], "report") != 0)) {
         if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
             fputs(usage_text, stdout);
             exit(0);
         }
-        if (argc >= 2 && strcmp(argv[1], "report") == 0)
-            usage_error("%s: not yet; the CSV in <export-path>/results has every measurement",
-                        "report");
-        usage_error("expected a subcommand: profile%s", "");
+        usage_error("expected a subcommand: profile or report%s", "");
     }
+    o->report = strcmp(argv[1], "report") == 0;
     argc--;
     argv++;
     int c;
@@ -204,8 +206,12 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
             break;
         case OPT_SERVER: o->server_path = optarg; break;
         case OPT_ENDPOINT: o->http_endpoint = optarg; break;
-        case OPT_INTERVAL: o->interval_ms = (uint64_t)parse_num("--measurement-interval", optarg, 1); break;
-        case OPT_COUNT: o->request_count = (uint64_t)parse_num("--measurement-request-count", optarg, 1); break;
+        case OPT_INTERVAL:
+            o->interval_ms = (uint64_t)parse_num("--measurement-interval", optarg, 1);
+            break;
+        case OPT_COUNT:
+            o->request_count = (uint64_t)parse_num("--measurement-request-count", optarg, 1);
+            break;
         case OPT_TRIALS: o->max_trials = (int)parse_num("--max-trials", optarg, 1); break;
         case OPT_STAB: o->stability = parse_num("--stability-percentage", optarg, 0) / 100; break;
         case 'v': o->verbose = true; break;
@@ -215,9 +221,11 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
     }
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->report && models == NULL)
+        return; /* every model with results */
     if (models == NULL || *models == '\0')
         usage_error("%s is required", "--profile-models");
-    if (o->repo == NULL && strcmp(o->launch_mode, "local") == 0)
+    if (o->repo == NULL && strcmp(o->launch_mode, "local") == 0 && !o->report)
         usage_error("%s is required", "--model-repository");
     if (o->max_conc < o->min_conc || o->max_inst < o->min_inst || o->max_mbs < o->min_mbs)
         usage_error("a --run-config-search-max-* value is below its min-*%s", "");
@@ -249,10 +257,7 @@ static nr_status_t *prepare_out_repo(const az_opts_t *o)
             return nr_status_new(NR_INVALID_ARG, "cannot remove %s: %s", o->out_repo,
                                  strerror(errno));
     }
-    if (mkdir(o->out_repo, 0755) != 0)
-        return nr_status_new(NR_INVALID_ARG, "cannot create %s: %s", o->out_repo,
-                             strerror(errno));
-    return NULL;
+    return az_mkdirs(o->out_repo);
 }
 
 static double now_s(void)
@@ -458,6 +463,66 @@ static nr_status_t *quick(az_profile_t *p)
     return st;
 }
 
+/* The HTML report of a results file. */
+static nr_status_t *write_report(const char *export_path, const char *results, char *out,
+                                 size_t len)
+{
+    az_results_t r;
+    nr_status_t *st = az_results_load(results, &r);
+    if (st == NULL)
+        st = az_report_write(export_path, &r, out, len);
+    az_results_free(&r);
+    return st;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* nereid-analyzer report: each model's report again from its results file (the models of
+ * --profile-models, or every results file of the export path). */
+static int run_report(const az_opts_t *o)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 300], out[PATH_MAX + 300];
+    snprintf(dir, sizeof(dir), "%s/results", o->export_path);
+    char **names = NULL;
+    size_t n = 0;
+    if (o->n_models) {
+        names = nr_calloc(o->n_models, sizeof(*names));
+        for (; n < o->n_models; n++)
+            names[n] = nr_asprintf("%s.json", o->models[n]);
+    } else {
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+            if (has_suffix(e->d_name, ".json")) {
+                names = nr_realloc(names, (n + 1) * sizeof(*names));
+                names[n++] = nr_strdup(e->d_name);
+            }
+        if (d)
+            closedir(d);
+        if (n == 0)
+            fprintf(stderr, "nereid-analyzer: no results in %s (nereid-analyzer profile "
+                    "writes them there)\n", dir);
+    }
+    int rc = n ? 0 : AZ_EXIT_ERROR;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        nr_status_t *st = write_report(o->export_path, path, out, sizeof(out));
+        if (st) {
+            fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+            nr_status_free(st);
+            rc = AZ_EXIT_ERROR;
+        } else {
+            printf("report: %s\n", out);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
 /* One model's profile; false when it could not be profiled or nothing met the constraints. */
 static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
 {
@@ -523,6 +588,15 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
         nr_status_free(st);
         ok = false;
     }
+    char results[PATH_MAX + 64], report[PATH_MAX + 64] = "";
+    if (ok && (st = az_results_save(o, model, p.vs, p.runs, p.nr, best, why, results,
+                                    sizeof(results))) == NULL)
+        st = write_report(o->export_path, results, report, sizeof(report));
+    if (st) {
+        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+        nr_status_free(st);
+        ok = false;
+    }
     size_t points = 0;
     for (size_t i = 0; i < p.nr; i++)
         points += p.runs[i].n_pts;
@@ -531,6 +605,8 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
     printf("%s: best: %s\n", model, why);
     if (best >= 0)
         printf("%s: written as %s/%s/config.pbtxt\n", model, o->out_repo, model);
+    if (*report)
+        printf("%s: report: %s\n", model, report);
     fflush(stdout);
     for (size_t i = 0; i < p.nr; i++)
         az_run_free(&p.runs[i]);
@@ -545,12 +621,19 @@ int main(int argc, char **argv)
 {
     az_opts_t o;
     parse_args(argc, argv, &o);
+    if (o.report) {
+        int rc = run_report(&o);
+        for (size_t i = 0; i < o.n_models; i++)
+            free(o.models[i]);
+        free(o.models);
+        return rc;
+    }
     struct stat sb;
     if (strcmp(o.launch_mode, "local") == 0 && (stat(o.repo, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         usage_error("--model-repository %s: not a directory", o.repo);
-    if (mkdir(o.export_path, 0755) != 0 && errno != EEXIST)
-        usage_error("--export-path %s: cannot create it", o.export_path);
-    nr_status_t *st = prepare_out_repo(&o);
+    nr_status_t *st = az_mkdirs(o.export_path);
+    if (st == NULL)
+        st = prepare_out_repo(&o);
     bool grpc = st == NULL && strcmp(o.protocol, "grpc") == 0;
     if (grpc)
         grpc_init();

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 bool az_satisfies(const az_opts_t *o, const az_run_t *r, const az_point_t *p)
 {
@@ -144,7 +145,7 @@ static void groups_of(const az_variant_t *v, char *out, size_t len, int *mbs)
     nr_cfg_free(cfg);
 }
 
-static nr_status_t *mkdirs(const char *path)
+nr_status_t *az_mkdirs(const char *path)
 {
     char p[PATH_MAX];
     snprintf(p, sizeof(p), "%s", path);
@@ -164,7 +165,7 @@ nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_varian
 {
     char dir[PATH_MAX], path[PATH_MAX + 40];
     snprintf(dir, sizeof(dir), "%s/results", o->export_path);
-    nr_status_t *st = mkdirs(dir);
+    nr_status_t *st = az_mkdirs(dir);
     if (st)
         return st;
     snprintf(path, sizeof(path), "%s/metrics-model-inference.csv", dir);
@@ -212,61 +213,103 @@ nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_varian
     return NULL;
 }
 
-/* ---- the checkpoint: <checkpoint-directory>/<model>.ckpt ---- */
+/* ---- the checkpoint (<checkpoint-directory>/<model>.ckpt) and the results
+ * (<export-path>/results/<model>.json): one format, every run with its variant ---- */
 
-static void ckpt_path(const az_opts_t *o, const char *model, char *out, size_t len)
+/* {"model":...,"runs":[...] (the caller closes the object) */
+static void put_runs(nr_buf_t *b, const char *model, const az_variant_t *vs, const az_run_t *runs,
+                     size_t n)
 {
-    snprintf(out, len, "%s/%s.ckpt", o->checkpoint_dir, model);
-}
-
-nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model, const az_variant_t *vs,
-                                const az_run_t *runs, size_t n)
-{
-    nr_status_t *st = mkdirs(o->checkpoint_dir);
-    if (st)
-        return st;
-    nr_buf_t b;
-    nr_buf_init(&b);
-    nr_buf_puts(&b, "{\"model\":");
-    nr_buf_json_str(&b, model, strlen(model));
-    nr_buf_puts(&b, ",\"runs\":[");
+    nr_buf_puts(b, "{\"model\":");
+    nr_buf_json_str(b, model, strlen(model));
+    nr_buf_puts(b, ",\"runs\":[");
     for (size_t i = 0; i < n; i++) {
         const az_run_t *r = &runs[i];
-        const char *cfg = vs[r->variant].config_json;
-        nr_buf_printf(&b, "%s{\"default\":%s,\"config\":", i ? "," : "",
-                      vs[r->variant].is_default ? "true" : "false");
-        nr_buf_json_str(&b, cfg, strlen(cfg));
-        nr_buf_printf(&b, ",\"min_concurrency\":%llu,\"max_concurrency\":%llu,\"load_mb\":%.3f,"
+        const az_variant_t *v = &vs[r->variant];
+        char desc[256];
+        az_variant_describe(v, desc, sizeof(desc));
+        nr_buf_printf(b, "%s{\"name\":", i ? "," : "");
+        nr_buf_json_str(b, v->name, strlen(v->name));
+        nr_buf_puts(b, ",\"description\":");
+        nr_buf_json_str(b, desc, strlen(desc));
+        nr_buf_printf(b, ",\"default\":%s,\"config\":", v->is_default ? "true" : "false");
+        nr_buf_json_str(b, v->config_json, strlen(v->config_json));
+        nr_buf_printf(b, ",\"min_concurrency\":%llu,\"max_concurrency\":%llu,\"load_mb\":%.3f,"
                       "\"load_s\":%.3f,\"error\":", (unsigned long long)r->min_conc,
                       (unsigned long long)r->max_conc, r->load_mb, r->load_s);
         if (r->error)
-            nr_buf_json_str(&b, r->error, strlen(r->error));
+            nr_buf_json_str(b, r->error, strlen(r->error));
         else
-            nr_buf_puts(&b, "null");
-        nr_buf_puts(&b, ",\"points\":[");
+            nr_buf_puts(b, "null");
+        nr_buf_puts(b, ",\"points\":[");
         for (size_t k = 0; k < r->n_pts; k++) {
             const az_point_t *p = &r->pts[k];
-            nr_buf_printf(&b, "%s[%llu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
+            nr_buf_printf(b, "%s[%llu,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
                           "%.17g,%.17g,%.17g,%.17g,%d]", k ? "," : "",
                           (unsigned long long)p->concurrency, p->throughput, p->avg_ms,
                           p->p50_ms, p->p90_ms, p->p95_ms, p->p99_ms, p->queue_ms, p->input_ms,
                           p->infer_ms, p->output_ms, p->wait_ms, p->cpu_util, p->mem_mb,
                           p->stable ? 1 : 0);
         }
-        nr_buf_puts(&b, "]}");
+        nr_buf_puts(b, "]}");
     }
-    nr_buf_puts(&b, "]}\n");
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
-    ckpt_path(o, model, path, sizeof(path));
+    nr_buf_puts(b, "]");
+}
+
+/* Writes b to path through path.tmp, so that an interrupted write leaves the old file. */
+static nr_status_t *write_atomic(const char *dir, const char *path, const nr_buf_t *b)
+{
+    nr_status_t *st = az_mkdirs(dir);
+    if (st)
+        return st;
+    char tmp[PATH_MAX + 80];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL && fwrite(b.data, 1, b.len, f) == b.len;
+    bool ok = f != NULL && fwrite(b->data, 1, b->len, f) == b->len;
     if (f != NULL && fclose(f) != 0)
         ok = false;
-    nr_buf_free(&b);
     if (!ok || rename(tmp, path) != 0)
         return nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", path, strerror(errno));
     return NULL;
+}
+
+nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model, const az_variant_t *vs,
+                                const az_run_t *runs, size_t n)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    put_runs(&b, model, vs, runs, n);
+    nr_buf_puts(&b, "}\n");
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s.ckpt", o->checkpoint_dir, model);
+    nr_status_t *st = write_atomic(o->checkpoint_dir, path, &b);
+    nr_buf_free(&b);
+    return st;
+}
+
+nr_status_t *az_results_save(const az_opts_t *o, const char *model, const az_variant_t *vs,
+                             const az_run_t *runs, size_t n, ssize_t best, const char *why,
+                             char *path, size_t path_len)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    put_runs(&b, model, vs, runs, n);
+    nr_buf_puts(&b, ",\"best\":");
+    const az_point_t *bp = best >= 0 ? az_best_point(o, &runs[best]) : NULL;
+    if (bp)
+        nr_buf_printf(&b, "{\"run\":%zd,\"concurrency\":%llu}", best,
+                      (unsigned long long)bp->concurrency);
+    else
+        nr_buf_puts(&b, "null");
+    nr_buf_puts(&b, ",\"why\":");
+    nr_buf_json_str(&b, why, strlen(why));
+    nr_buf_puts(&b, "}\n");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/results", o->export_path);
+    snprintf(path, path_len, "%s/%s.json", dir, model);
+    nr_status_t *st = write_atomic(dir, path, &b);
+    nr_buf_free(&b);
+    return st;
 }
 
 static double num(const nr_jv_t *v)
@@ -274,66 +317,121 @@ static double num(const nr_jv_t *v)
     return v && nr_jv_is_number(v) ? nr_jv_number(v) : 0;
 }
 
-size_t az_checkpoint_load(const az_opts_t *o, const char *model, az_saved_run_t **out)
+static char *str_of(const nr_jv_t *v)
 {
-    char path[PATH_MAX + 64];
-    ckpt_path(o, model, path, sizeof(path));
+    return v && v->type == NR_JV_STRING ? nr_strndup(v->u.str, v->n) : NULL;
+}
+
+static void read_run(const nr_jv_t *e, az_saved_run_t *sv)
+{
+    memset(sv, 0, sizeof(*sv));
+    sv->config = str_of(nr_jv_get(e, "config"));
+    sv->name = str_of(nr_jv_get(e, "name"));
+    sv->description = str_of(nr_jv_get(e, "description"));
+    sv->is_default = nr_jv_get(e, "default") && nr_jv_get(e, "default")->type == NR_JV_TRUE;
+    az_run_t *r = &sv->run;
+    r->min_conc = (uint64_t)num(nr_jv_get(e, "min_concurrency"));
+    r->max_conc = (uint64_t)num(nr_jv_get(e, "max_concurrency"));
+    r->load_mb = num(nr_jv_get(e, "load_mb"));
+    r->load_s = num(nr_jv_get(e, "load_s"));
+    r->error = str_of(nr_jv_get(e, "error"));
+    const nr_jv_t *pts = nr_jv_get(e, "points");
+    for (size_t j = 0; pts && pts->type == NR_JV_ARRAY && j < pts->n; j++) {
+        const nr_jv_t *a = &pts->u.items[j];
+        if (a->type != NR_JV_ARRAY || a->n != 15)
+            continue;
+        double f[15];
+        for (size_t q = 0; q < 15; q++)
+            f[q] = num(&a->u.items[q]);
+        r->pts = nr_realloc(r->pts, (r->n_pts + 1) * sizeof(*r->pts));
+        r->pts[r->n_pts++] = (az_point_t){(uint64_t)f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+                                          f[7], f[8], f[9], f[10], f[11], f[12], f[13],
+                                          f[14] != 0};
+    }
+}
+
+nr_status_t *az_results_load(const char *path, az_results_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->best_run = -1;
     nr_buf_t b;
     nr_buf_init(&b);
-    size_t got = 0;
-    az_saved_run_t *saved = NULL;
     nr_json_doc_t *doc = NULL;
     const nr_jv_t *root;
-    nr_status_t *st;
-    if (nr_buf_read_file(&b, path, (size_t)1 << 30) != 0 || b.len == 0)
+    nr_status_t *st = NULL;
+    if (nr_buf_read_file(&b, path, (size_t)1 << 30) != 0) {
+        st = nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", path, strerror(errno));
         goto out;
+    }
     if ((st = nr_json_parse(b.data, b.len, &doc, &root)) != NULL) {
-        fprintf(stderr, "nereid-analyzer: ignoring the checkpoint %s: %s\n", path, st->msg);
+        nr_status_t *named = nr_status_new(st->code, "%s: %s", path, st->msg);
         nr_status_free(st);
+        st = named;
         goto out;
+    }
+    out->model = str_of(nr_jv_get(root, "model"));
+    out->why = str_of(nr_jv_get(root, "why"));
+    const nr_jv_t *best = nr_jv_get(root, "best");
+    if (best && best->type == NR_JV_OBJECT) {
+        out->best_run = (ssize_t)num(nr_jv_get(best, "run"));
+        out->best_concurrency = (uint64_t)num(nr_jv_get(best, "concurrency"));
     }
     const nr_jv_t *rs = nr_jv_get(root, "runs");
     for (size_t i = 0; rs && rs->type == NR_JV_ARRAY && i < rs->n; i++) {
-        const nr_jv_t *e = &rs->u.items[i], *cfg = nr_jv_get(e, "config");
-        if (cfg == NULL || cfg->type != NR_JV_STRING)
+        const nr_jv_t *e = &rs->u.items[i];
+        if (nr_jv_get(e, "config") == NULL || nr_jv_get(e, "config")->type != NR_JV_STRING)
             continue;
-        saved = nr_realloc(saved, (got + 1) * sizeof(*saved));
-        az_saved_run_t *sv = &saved[got++];
-        memset(sv, 0, sizeof(*sv));
-        sv->config = nr_strndup(cfg->u.str, cfg->n);
-        az_run_t *r = &sv->run;
-        r->min_conc = (uint64_t)num(nr_jv_get(e, "min_concurrency"));
-        r->max_conc = (uint64_t)num(nr_jv_get(e, "max_concurrency"));
-        r->load_mb = num(nr_jv_get(e, "load_mb"));
-        r->load_s = num(nr_jv_get(e, "load_s"));
-        const nr_jv_t *err = nr_jv_get(e, "error");
-        if (err && err->type == NR_JV_STRING)
-            r->error = nr_strndup(err->u.str, err->n);
-        const nr_jv_t *pts = nr_jv_get(e, "points");
-        for (size_t j = 0; pts && pts->type == NR_JV_ARRAY && j < pts->n; j++) {
-            const nr_jv_t *a = &pts->u.items[j];
-            if (a->type != NR_JV_ARRAY || a->n != 15)
-                continue;
-            double f[15];
-            for (size_t q = 0; q < 15; q++)
-                f[q] = num(&a->u.items[q]);
-            r->pts = nr_realloc(r->pts, (r->n_pts + 1) * sizeof(*r->pts));
-            r->pts[r->n_pts++] = (az_point_t){(uint64_t)f[0], f[1], f[2], f[3], f[4], f[5], f[6],
-                                              f[7], f[8], f[9], f[10], f[11], f[12], f[13],
-                                              f[14] != 0};
-        }
+        out->runs = nr_realloc(out->runs, (out->n + 1) * sizeof(*out->runs));
+        read_run(e, &out->runs[out->n++]);
     }
+    if (out->model == NULL)
+        st = nr_status_new(NR_INVALID_ARG, "%s: not nereid-analyzer's results (no \"model\")",
+                           path);
+    if (out->best_run >= (ssize_t)out->n)
+        out->best_run = -1;
 out:
     nr_json_free(doc);
     nr_buf_free(&b);
-    *out = saved;
-    return got;
+    return st;
+}
+
+void az_results_free(az_results_t *r)
+{
+    free(r->model);
+    free(r->why);
+    az_saved_free(r->runs, r->n);
+    memset(r, 0, sizeof(*r));
+}
+
+size_t az_checkpoint_load(const az_opts_t *o, const char *model, az_saved_run_t **out)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s.ckpt", o->checkpoint_dir, model);
+    *out = NULL;
+    if (access(path, F_OK) != 0)
+        return 0;
+    az_results_t r;
+    nr_status_t *st = az_results_load(path, &r);
+    if (st) {
+        fprintf(stderr, "nereid-analyzer: ignoring the checkpoint: %s\n", st->msg);
+        nr_status_free(st);
+        az_results_free(&r);
+        return 0;
+    }
+    *out = r.runs;
+    size_t n = r.n;
+    r.runs = NULL;
+    r.n = 0;
+    az_results_free(&r);
+    return n;
 }
 
 void az_saved_free(az_saved_run_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(s[i].config);
+        free(s[i].name);
+        free(s[i].description);
         az_run_free(&s[i].run);
     }
     free(s);

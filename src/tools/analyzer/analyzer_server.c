@@ -163,8 +163,9 @@ nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
     if (pid < 0 || got == (ssize_t)sizeof(e)) {
         if (pid > 0)
             waitpid(pid, NULL, 0);
-        st = nr_status_new(NR_INVALID_ARG, "cannot start the server '%s': %s (--triton-server-path)",
-                           bin, strerror(pid < 0 ? errno : e));
+        st = nr_status_new(NR_INVALID_ARG,
+                           "cannot start the server '%s': %s (--triton-server-path)", bin,
+                           strerror(pid < 0 ? errno : e));
         free(bin);
         return st;
     }

@@ -314,6 +314,21 @@ NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step
                                            size_t n);
 NR_MUST_CHECK nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps,
                                            size_t n);
+/* Writes b to path (perf_analyzer's "failed to open file" on an error). */
+NR_MUST_CHECK nr_status_t *perf_write_file(const char *path, const nr_buf_t *b);
+/* An SVG plot's frame (also nereid-analyzer's report): the canvas W x H with margins
+ * L, R, T, B; perf_svg_frame draws the grid, the ticks and the axis labels for values up to
+ * about xmax, ymax (rounded up to a tick) and sets f->xmax, f->ymax; perf_svg_x/_y map a
+ * value to a coordinate. perf_svg_xml appends text escaped for XML and HTML. */
+typedef struct {
+    double W, H, L, R, T, B;
+    double xmax, ymax;
+} perf_svg_t;
+void perf_svg_frame(nr_buf_t *b, perf_svg_t *f, double xmax, double ymax, const char *xlabel,
+                    const char *ylabel);
+double perf_svg_x(const perf_svg_t *f, double v);
+double perf_svg_y(const perf_svg_t *f, double v);
+void perf_svg_xml(nr_buf_t *b, const char *text);
 /* Inferences per second of a window: requests x -b over its wall time. */
 double perf_throughput(const perf_opts_t *o, const perf_window_t *w);
 /* The stabilizing latency of a window in ns: p<P> with --percentile, else the mean. */

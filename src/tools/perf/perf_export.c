@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static nr_status_t *write_file(const char *path, const nr_buf_t *b)
+nr_status_t *perf_write_file(const char *path, const nr_buf_t *b)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL)
@@ -83,7 +83,7 @@ nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps, siz
         nr_buf_puts(&b, "]}");
     }
     nr_buf_puts(&b, "]}\n");
-    nr_status_t *st = write_file(o->json, &b);
+    nr_status_t *st = perf_write_file(o->json, &b);
     nr_buf_free(&b);
     return st;
 }
@@ -95,9 +95,60 @@ static double tick(double max)
     return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
 }
 
+void perf_svg_xml(nr_buf_t *b, const char *text)
+{
+    for (const char *p = text; *p; p++)
+        switch (*p) {
+        case '&': nr_buf_puts(b, "&amp;"); break;
+        case '<': nr_buf_puts(b, "&lt;"); break;
+        case '>': nr_buf_puts(b, "&gt;"); break;
+        case '"': nr_buf_puts(b, "&quot;"); break;
+        default: nr_buf_putc(b, *p);
+        }
+}
+
+double perf_svg_x(const perf_svg_t *f, double v)
+{
+    return f->L + v / f->xmax * (f->W - f->L - f->R);
+}
+
+double perf_svg_y(const perf_svg_t *f, double v)
+{
+    return f->H - f->B - v / f->ymax * (f->H - f->T - f->B);
+}
+
+void perf_svg_frame(nr_buf_t *b, perf_svg_t *f, double xmax, double ymax, const char *xlabel,
+                    const char *ylabel)
+{
+    double xs = tick(xmax * 1.05), ys = tick(ymax * 1.05);
+    f->xmax = ceil(xmax * 1.05 / xs) * xs, f->ymax = ceil(ymax * 1.05 / ys) * ys;
+    if (f->xmax <= 0)
+        f->xmax = xs = 1;
+    if (f->ymax <= 0)
+        f->ymax = ys = 1;
+    for (double v = 0; v <= f->xmax + xs / 2; v += xs)
+        nr_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                      perf_svg_x(f, v), perf_svg_y(f, 0), perf_svg_x(f, v),
+                      perf_svg_y(f, f->ymax), perf_svg_x(f, v), perf_svg_y(f, 0) + 18, v);
+    for (double v = 0; v <= f->ymax + ys / 2; v += ys)
+        nr_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                      perf_svg_x(f, 0), perf_svg_y(f, v), perf_svg_x(f, f->xmax),
+                      perf_svg_y(f, v), perf_svg_x(f, 0) - 6, perf_svg_y(f, v) + 4, v);
+    double mid_y = (f->T + f->H - f->B) / 2;
+    nr_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                  (f->L + f->W - f->R) / 2, f->H - 16);
+    perf_svg_xml(b, xlabel);
+    nr_buf_printf(b, "</text>\n<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
+                  "transform=\"rotate(-90 18 %.1f)\">", mid_y, mid_y);
+    perf_svg_xml(b, ylabel);
+    nr_buf_puts(b, "</text>\n");
+}
+
 nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, size_t n)
 {
-    const double W = 720, H = 440, L = 80, R = 30, T = 40, B = 60;
+    perf_svg_t f = {.W = 720, .H = 440, .L = 80, .R = 30, .T = 40, .B = 60};
     double xmax = 0, ymax = 0;
     for (size_t i = 0; i < n; i++) {
         const perf_window_t *w = &steps[i].merged;
@@ -105,50 +156,29 @@ nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, siz
         xmax = x > xmax ? x : xmax;
         ymax = y > ymax ? y : ymax;
     }
-    double xs = tick(xmax * 1.05), ys = tick(ymax * 1.05);
-    xmax = ceil(xmax * 1.05 / xs) * xs, ymax = ceil(ymax * 1.05 / ys) * ys;
-    if (xmax <= 0)
-        xmax = xs = 1;
-    if (ymax <= 0)
-        ymax = ys = 1;
-#define PX(v) (L + (v) / xmax * (W - L - R))
-#define PY(v) (H - B - (v) / ymax * (H - T - B))
     nr_buf_t b;
     nr_buf_init(&b);
     nr_buf_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                   "font-family=\"sans-serif\" font-size=\"12\">\n"
-                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-    nr_buf_printf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", L);
-    for (const char *p = o->model; *p; p++) /* the name, as XML text */
-        nr_buf_puts(&b, *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
-                                                          : (char[]){*p, 0});
+                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", f.W, f.H);
+    nr_buf_printf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", f.L);
+    perf_svg_xml(&b, o->model);
     nr_buf_printf(&b, ": throughput against %s latency (%s, batch %d)</text>\n",
                   o->percentile > 0 ? "percentile" : "average", o->grpc ? "gRPC" : "HTTP",
                   o->batch);
-    for (double v = 0; v <= xmax + xs / 2; v += xs)
-        nr_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                      PX(v), PY(0), PX(v), PY(ymax), PX(v), PY(0) + 18, v);
-    for (double v = 0; v <= ymax + ys / 2; v += ys)
-        nr_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                      PX(0), PY(v), PX(xmax), PY(v), PX(0) - 6, PY(v) + 4, v);
-    char lat[16] = "avg";
+    char lat[32] = "avg latency (ms)";
     if (o->percentile > 0)
-        snprintf(lat, sizeof(lat), "p%d", o->percentile);
-    nr_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s latency (ms)</text>\n"
-                  "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
-                  "throughput (infer/s)</text>\n", (L + W - R) / 2, H - 16, lat,
-                  (T + H - B) / 2, (T + H - B) / 2);
+        snprintf(lat, sizeof(lat), "p%d latency (ms)", o->percentile);
+    perf_svg_frame(&b, &f, xmax, ymax, lat, "throughput (infer/s)");
     nr_buf_puts(&b, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
     for (size_t i = 0; i < n; i++)
         nr_buf_printf(&b, "%s%.1f,%.1f", i ? " " : "",
-                      PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6),
-                      PY(perf_throughput(o, &steps[i].merged)));
+                      perf_svg_x(&f, (double)perf_stab_latency(o, &steps[i].merged) / 1e6),
+                      perf_svg_y(&f, perf_throughput(o, &steps[i].merged)));
     nr_buf_puts(&b, "\"/>\n");
     for (size_t i = 0; i < n; i++) {
-        double x = PX((double)perf_stab_latency(o, &steps[i].merged) / 1e6);
-        double y = PY(perf_throughput(o, &steps[i].merged));
+        double x = perf_svg_x(&f, (double)perf_stab_latency(o, &steps[i].merged) / 1e6);
+        double y = perf_svg_y(&f, perf_throughput(o, &steps[i].merged));
         nr_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"/>"
                       "<text x=\"%.1f\" y=\"%.1f\">", x, y, x + 6, y - 6);
         if (o->rate_mode)
@@ -157,9 +187,7 @@ nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps, siz
             nr_buf_printf(&b, "c=%llu</text>\n", (unsigned long long)steps[i].value);
     }
     nr_buf_puts(&b, "</svg>\n");
-#undef PX
-#undef PY
-    nr_status_t *st = write_file(o->plot, &b);
+    nr_status_t *st = perf_write_file(o->plot, &b);
     nr_buf_free(&b);
     return st;
 }
