@@ -86,7 +86,8 @@ def mlp(tmp_path_factory):
                         "--run-config-search-max-concurrency", "16",
                         "--run-config-search-min-model-batch-size", "8",
                         "--run-config-search-max-model-batch-size", "8",
-                        "--run-config-search-max-instance-count", "2")
+                        "--run-config-search-max-instance-count", "2",
+                        "--run-config-search-refine", "none")
     r = analyzer(args)
     assert r.returncode == 0, r.stdout + r.stderr
     return d, args, r
@@ -184,7 +185,8 @@ def test_quick_search_measures_fewer_variants(simple_repo, tmp_path):
                               tmp_path / "export", "--run-config-search-mode", "quick",
                               "--run-config-search-max-concurrency", "4",
                               "--run-config-search-max-instance-count", "2",
-                              "--run-config-search-max-model-batch-size", "4"))
+                              "--run-config-search-max-model-batch-size", "4",
+                              "--run-config-search-refine", "none"))
     assert r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"^simple: (\d+) runs \(\d+ measured now\), (\d+) measurements", r.stdout,
                   re.M)
@@ -198,6 +200,83 @@ def test_quick_search_measures_fewer_variants(simple_repo, tmp_path):
     assert 'class="run"' in html  # the swept runs as lines over their levels
 
 
+def test_refinement_tries_each_setting_on_the_best_variant(simple_repo, tmp_path,
+                                                          server_factory):
+    """After the search, OpenVINO, a queue delay (when the best batches dynamically) and
+    intra_op_worker_nice are each tried on the best variant found; every one is a config that
+    nereid loads, the OpenVINO one through the ONNX Runtime library make setup installs."""
+    # OpenVINO's TBB dlopens with RTLD_DEEPBIND, which ASan's runtime refuses by ending the
+    # process (google/sanitizers#611; tests/e2e/test_accelerators.py): not under ASan
+    refine = "queue-delay,worker-nice" if UNDER_ASAN else "openvino,queue-delay,worker-nice"
+    r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",
+                              tmp_path / "export", "--run-config-search-max-concurrency", "2",
+                              "--run-config-search-max-instance-count", "1",
+                              "--run-config-search-max-model-batch-size", "2",
+                              "--run-config-search-refine", refine))
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads((tmp_path / "export" / "results" / "simple.json").read_text())
+    runs = {run["name"]: run for run in res["runs"]}
+    plain = [run for run in res["runs"] if "OpenVINO" not in run["description"] and
+             "queue delay" not in run["description"] and "worker_nice" not in run["description"]]
+    assert len(plain) == 3, [run["description"] for run in res["runs"]]  # default, mbs 1, 2
+    tuned = [run for run in res["runs"] if run not in plain]
+    assert all(run["error"] is None for run in res["runs"]), res["runs"]
+    base = max(plain, key=lambda run: max(p[1] for p in run["points"]))["description"]
+    wanted = ([] if UNDER_ASAN else [", OpenVINO"]) + (
+        [", max queue delay 500 us"] if "dynamic batching" in base else []) + [
+        ", intra_op_worker_nice 19"]
+    assert [run["description"] for run in tuned] == [base + w for w in wanted]
+    out = tmp_path / "out"
+    for run in tuned:
+        cfg = (out / run["name"] / "config.pbtxt").read_text()
+        if "OpenVINO" in run["description"]:
+            assert 'name: "openvino"' in cfg, cfg
+        elif "queue delay" in run["description"]:
+            assert "max_queue_delay_microseconds: 500" in cfg, cfg
+        else:
+            assert 'key: "intra_op_worker_nice"' in cfg and 'string_value: "19"' in cfg, cfg
+    srv = server_factory([out])
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/v2/repository/index",
+                                data=b"{}") as f:
+        index = json.load(f)
+    assert {m["name"]: m["state"] for m in index} == {
+        n: "READY" for n in list(runs) + ["simple"]}, index
+
+
+def test_a_server_that_dies_fails_one_run_and_a_new_one_measures_on(simple_repo, tmp_path):
+    """The server killed (as the OOM killer would) while the second variant is measured: that
+    run fails with the reason, a new server takes over, the profile ends normally."""
+    p = subprocess.Popen([str(ANALYZER), *map(str, profile_args(
+        simple_repo / "repo", "simple", tmp_path / "out", tmp_path / "export",
+        "--run-config-search-max-concurrency", "4", "--run-config-search-max-instance-count", "1",
+        "--run-config-search-max-model-batch-size", "4", "--run-config-search-refine", "none",
+        "--measurement-interval", "300"))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = ""
+    try:
+        for line in p.stderr:
+            err += line
+            if line.startswith("nereid-analyzer: [2/"):
+                break
+        children = Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()
+        assert len(children) == 1, children
+        os.kill(int(children[0]), 9)
+        out, rest = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    err += rest
+    assert p.returncode == 0, out + err
+    assert "the server ended (killed by signal 9 (Killed)) while simple_config_" in err, err
+    res = json.loads((tmp_path / "export" / "results" / "simple.json").read_text())
+    failed = [run for run in res["runs"] if run["error"]]
+    assert len(failed) == 1 and "the server ended during this run (killed by signal 9" in \
+        failed[0]["error"], res["runs"]
+    assert res["runs"][-1]["error"] is None and res["runs"][-1]["points"]  # measured on
+    assert failed[0]["name"] not in {p.name for p in (tmp_path / "out").iterdir()}
+    _, rows = read_csv(tmp_path / "export")
+    assert [row["Error"] for row in rows if row["Error"]] == [failed[0]["error"]]
+
+
 @pytest.mark.parametrize("extra,message", [
     (["--run-config-search-mode", "fast"], "--run-config-search-mode must be brute or quick"),
     (["--client-protocol", "tcp"], "--client-protocol must be http or grpc"),
@@ -206,6 +285,7 @@ def test_quick_search_measures_fewer_variants(simple_repo, tmp_path):
     (["--run-config-search-min-instance-count", "3",
       "--run-config-search-max-instance-count", "2"], "below its min"),
     (["--bogus"], "unknown option"),
+    (["--run-config-search-refine", "gpu"], "unknown setting 'gpu'"),
 ])
 def test_bad_arguments_get_clear_errors(simple_repo, tmp_path, extra, message):
     r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",

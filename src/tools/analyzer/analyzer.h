@@ -25,6 +25,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* One setting tried on top of the best variant found (--run-config-search-refine):
+ * OpenVINO as the CPU execution accelerator, a dynamic batcher's max queue delay of
+ * AZ_QUEUE_DELAY_US, or nereid's intra_op_worker_nice parameter at AZ_WORKER_NICE (sessions
+ * over all cores, workers at low priority: lower latency at low load). */
+typedef enum { AZ_TUNE_NONE, AZ_TUNE_OPENVINO, AZ_TUNE_QUEUE_DELAY, AZ_TUNE_WORKER_NICE,
+               AZ_TUNE_COUNT } az_tune_t;
+#define AZ_QUEUE_DELAY_US 500
+#define AZ_WORKER_NICE 19
+#define AZ_STR_(x) #x
+#define AZ_STR(x) AZ_STR_(x)
+
 typedef struct {
     const char *repo, *out_repo, *export_path, *checkpoint_dir;
     const char *launch_mode; /* local | remote */
@@ -37,6 +48,7 @@ typedef struct {
     bool override_out;
     bool quick;              /* --run-config-search-mode quick */
     bool search_disable;     /* --run-config-search-disable: the default config only */
+    bool refine[AZ_TUNE_COUNT]; /* --run-config-search-refine: what is tried on the best */
     uint64_t min_conc, max_conc;
     int min_inst, max_inst, min_mbs, max_mbs;
     int batch;               /* -b: the client's batch size */
@@ -62,6 +74,10 @@ typedef struct {
 
 NR_MUST_CHECK nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o);
 void az_server_stop(az_server_t *s);
+/* Local mode: whether the server process has ended (reaped; how in `how`). */
+bool az_server_exited(az_server_t *s, char *how, size_t len);
+/* Local mode: a new server after one ended, its log appended to the same file. */
+NR_MUST_CHECK nr_status_t *az_server_restart(az_server_t *s, const az_opts_t *o);
 /* POST .../load, with {"parameters":{"config":<config_json>}} when config_json is given. */
 NR_MUST_CHECK nr_status_t *az_server_load(az_server_t *s, const char *model,
                                           const char *config_json);
@@ -84,6 +100,7 @@ typedef struct {
     int instances;        /* KIND_CPU instances; 0: the model's own groups (default) */
     int max_batch_size;   /* -1: the model's own (default) */
     bool dynamic_batching;
+    az_tune_t tune;
     char *config_json;    /* the load override (name = the model's) */
 } az_variant_t;
 
@@ -100,6 +117,11 @@ NR_MUST_CHECK nr_status_t *az_variants(const az_opts_t *o, const char *model,
 NR_MUST_CHECK nr_status_t *az_variant_make(const char *model, const char *base_json,
                                            int instances, int mbs, bool dynamic, size_t index,
                                            az_variant_t *v);
+/* from's settings with one setting more; NR_NOT_FOUND when it does not apply (a queue delay
+ * without the dynamic batcher). */
+NR_MUST_CHECK nr_status_t *az_variant_tuned(const char *model, const char *base_json,
+                                            const az_variant_t *from, az_tune_t tune,
+                                            size_t index, az_variant_t *v);
 void az_variants_free(az_variant_t *v, size_t n);
 /* A short description: "2 instances, max_batch_size 8, dynamic batching". */
 void az_variant_describe(const az_variant_t *v, char *out, size_t len);

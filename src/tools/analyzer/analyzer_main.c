@@ -32,6 +32,7 @@ static const char usage_text[] =
     "         [--output-model-repository-path <dir>] [--override-output-model-repository]\n"
     "         [-e|--export-path <dir>] [-s|--checkpoint-directory <dir>]\n"
     "         [--run-config-search-mode brute|quick] [--run-config-search-disable]\n"
+    "         [--run-config-search-refine openvino,queue-delay,worker-nice|none]\n"
     "         [--run-config-search-min-concurrency <n>] [--run-config-search-max-concurrency <n>]\n"
     "         [--run-config-search-min-instance-count <n>]\n"
     "         [--run-config-search-max-instance-count <n>]\n"
@@ -67,6 +68,28 @@ static double parse_num(const char *flag, const char *v, double min)
     return x;
 }
 
+static const char *const tune_names[AZ_TUNE_COUNT] = {"none", "openvino", "queue-delay",
+                                                       "worker-nice"};
+
+/* "openvino,queue-delay,worker-nice", or "none". */
+static void parse_refine(az_opts_t *o, const char *v)
+{
+    memset(o->refine, 0, sizeof(o->refine));
+    char *s = nr_strdup(v), *save = NULL;
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < AZ_TUNE_COUNT && strcmp(t, tune_names[k]) != 0)
+            k++;
+        if (k == AZ_TUNE_COUNT)
+            usage_error("--run-config-search-refine: unknown setting '%s' (openvino, "
+                        "queue-delay, worker-nice or none)", t);
+        o->refine[k] = true;
+    }
+    free(s);
+    if (o->refine[AZ_TUNE_NONE])
+        memset(o->refine, 0, sizeof(o->refine));
+}
+
 /* "perf_throughput:10,perf_latency_p99:5" (a name alone weighs 1). */
 static void parse_objectives(az_opts_t *o, const char *v)
 {
@@ -96,7 +119,7 @@ enum {
     OPT_REPO = 256, OPT_MODELS, OPT_OUT, OPT_OVERRIDE, OPT_MODE, OPT_DISABLE, OPT_MIN_CONC,
     OPT_MAX_CONC, OPT_MIN_INST, OPT_MAX_INST, OPT_MIN_MBS, OPT_MAX_MBS, OPT_LAT, OPT_THR, OPT_MEM,
     OPT_OBJ, OPT_PROTO, OPT_LAUNCH, OPT_SERVER, OPT_ENDPOINT, OPT_INTERVAL, OPT_COUNT, OPT_TRIALS,
-    OPT_STAB,
+    OPT_STAB, OPT_REFINE,
 };
 
 static const struct option long_opts[] = {
@@ -128,6 +151,7 @@ static const struct option long_opts[] = {
     {"measurement-request-count", required_argument, NULL, OPT_COUNT},
     {"max-trials", required_argument, NULL, OPT_TRIALS},
     {"stability-percentage", required_argument, NULL, OPT_STAB},
+    {"run-config-search-refine", required_argument, NULL, OPT_REFINE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -153,6 +177,8 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
     o->request_count = 50;
     o->max_trials = 10;
     o->stability = 0.10;
+    for (int k = AZ_TUNE_NONE + 1; k < AZ_TUNE_COUNT; k++)
+        o->refine[k] = true;
     const char *models = NULL;
     if (argc < 2 || (strcmp(argv[1], "profile") != 0 && strcmp(argv[1], "report") != 0)) {
         if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -214,6 +240,7 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
             break;
         case OPT_TRIALS: o->max_trials = (int)parse_num("--max-trials", optarg, 1); break;
         case OPT_STAB: o->stability = parse_num("--stability-percentage", optarg, 0) / 100; break;
+        case OPT_REFINE: parse_refine(o, optarg); break;
         case 'v': o->verbose = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: usage_error("unknown option (see above)%s", "");
@@ -278,6 +305,7 @@ typedef struct {
     size_t n_saved;
     double started;
     size_t measured, planned; /* runs measured in this process; runs expected in all */
+    bool server_down;         /* it ended and could not be started again */
 } az_profile_t;
 
 static void progress(az_profile_t *p, const az_variant_t *v, uint64_t c0, uint64_t c1)
@@ -294,6 +322,26 @@ static void progress(az_profile_t *p, const az_variant_t *v, uint64_t c0, uint64
     else
         fprintf(stderr, "nereid-analyzer: [%zu/%zu] %s (%s%s)\n", done, all, v->name, desc,
                 conc);
+}
+
+/* After a run: a server that ended during it (a variant that crashes it, the kernel's OOM
+ * killer) fails that run alone; a new server takes over for the next ones. */
+static void server_check(az_profile_t *p, az_run_t *r)
+{
+    char how[128];
+    if (!az_server_exited(p->s, how, sizeof(how)))
+        return;
+    free(r->error);
+    r->error = nr_asprintf("the server ended during this run (%s; its log: %s)", how,
+                           p->s->log_path);
+    fprintf(stderr, "nereid-analyzer: the server ended (%s) while %s was measured; "
+            "starting a new one\n", how, p->vs[r->variant].name);
+    nr_status_t *st = az_server_restart(p->s, p->o);
+    if (st) {
+        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+        nr_status_free(st);
+        p->server_down = true;
+    }
 }
 
 /* The index in p->runs of variant i's run over [c0, c1]: from this profile, from the
@@ -321,7 +369,17 @@ static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
         }
     }
     progress(p, &p->vs[i], c0, c1);
-    az_run_variant(p->o, p->s, p->model, &p->vs[i], i, c0, c1, r);
+    if (p->server_down) {
+        memset(r, 0, sizeof(*r));
+        r->variant = i;
+        r->min_conc = c0;
+        r->max_conc = c1;
+        r->load_mb = -1;
+        r->error = nr_strdup("not measured: the server could not be restarted");
+    } else {
+        az_run_variant(p->o, p->s, p->model, &p->vs[i], i, c0, c1, r);
+        server_check(p, r);
+    }
     if (r->error)
         fprintf(stderr, "nereid-analyzer: %s: %s\n", p->vs[i].name, r->error);
     p->nr++;
@@ -334,21 +392,27 @@ static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
     return p->nr - 1;
 }
 
-/* A new variant (quick search), or the index of the one with the same settings. */
-static nr_status_t *variant_at(az_profile_t *p, int inst, int mbs, bool dynamic, size_t *idx)
+/* Room for one more variant at p->vs[p->nv]. */
+static az_variant_t *next_variant(az_profile_t *p)
 {
-    for (size_t k = 0; k < p->nv; k++)
-        if (!p->vs[k].is_default && p->vs[k].instances == inst &&
-            p->vs[k].max_batch_size == mbs && p->vs[k].dynamic_batching == dynamic) {
-            *idx = k;
-            return NULL;
-        }
     if (p->nv == p->cap_v) {
         p->cap_v = p->cap_v ? 2 * p->cap_v : 16;
         p->vs = nr_realloc(p->vs, p->cap_v * sizeof(*p->vs));
     }
+    return &p->vs[p->nv];
+}
+
+/* A new variant (quick search), or the index of the one with the same settings. */
+static nr_status_t *variant_at(az_profile_t *p, int inst, int mbs, bool dynamic, size_t *idx)
+{
+    for (size_t k = 0; k < p->nv; k++)
+        if (!p->vs[k].is_default && p->vs[k].instances == inst && p->vs[k].tune == AZ_TUNE_NONE &&
+            p->vs[k].max_batch_size == mbs && p->vs[k].dynamic_batching == dynamic) {
+            *idx = k;
+            return NULL;
+        }
     nr_status_t *st = az_variant_make(p->model, p->base, inst, mbs, dynamic, p->nv - 1,
-                                      &p->vs[p->nv]);
+                                      next_variant(p));
     if (st == NULL)
         *idx = p->nv++;
     return st;
@@ -370,7 +434,7 @@ static void brute(az_profile_t *p)
             continue;
         }
         size_t r = run_of(p, i, o->min_conc, o->max_conc);
-        if (v->is_default || !v->dynamic_batching)
+        if (v->is_default || !v->dynamic_batching || p->runs[r].error) /* a failure ends nothing */
             continue;
         double peak = az_run_peak(&p->runs[r]);
         if (v->instances == prev_inst && peak <= prev)
@@ -378,6 +442,34 @@ static void brute(az_profile_t *p)
         prev_inst = v->instances;
         prev = peak;
     }
+}
+
+/* Beyond Model Analyzer's search: each --run-config-search-refine setting tried on the best
+ * variant found (the default's own config included), swept over the whole range. A setting
+ * that the server refuses (OpenVINO missing from the ONNX Runtime it loaded) is a failed run,
+ * reported and left out of the choice. */
+static nr_status_t *refine(az_profile_t *p)
+{
+    const az_opts_t *o = p->o;
+    ssize_t best = az_best_run(o, p->runs, p->nr);
+    if (best < 0 || o->search_disable)
+        return NULL;
+    az_variant_t from = p->vs[p->runs[best].variant]; /* p->vs may move */
+    for (int k = AZ_TUNE_NONE + 1; k < AZ_TUNE_COUNT; k++) {
+        if (!o->refine[k])
+            continue;
+        nr_status_t *st = az_variant_tuned(p->model, p->base, &from, (az_tune_t)k, p->nv - 1,
+                                           next_variant(p));
+        if (st && st->code == NR_NOT_FOUND) { /* does not apply */
+            nr_status_free(st);
+            continue;
+        }
+        if (st)
+            return st;
+        p->planned = p->nr + 1 > p->planned ? p->nr + 1 : p->planned;
+        run_of(p, p->nv++, o->min_conc, o->max_conc);
+    }
+    return NULL;
 }
 
 /* The better of two single-level runs under the constraints and objectives. */
@@ -555,6 +647,8 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
         st = quick(&p);
     else
         brute(&p);
+    if (st == NULL)
+        st = refine(&p);
     if (st) {
         fprintf(stderr, "nereid-analyzer: %s: %s\n", model, st->msg);
         nr_status_free(st);

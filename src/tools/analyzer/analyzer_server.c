@@ -103,7 +103,9 @@ static nr_status_t *wait_ready(az_server_t *s, int seconds)
                          s->http_url, seconds);
 }
 
-nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
+/* Starts the server (local mode: a new process; its log truncated on the first start and
+ * appended to after a restart). */
+static nr_status_t *start(az_server_t *s, const az_opts_t *o, bool restart)
 {
     memset(s, 0, sizeof(*s));
     s->conn.fd = -1;
@@ -134,7 +136,8 @@ nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
     char *argv[] = {bin, a_repo, "--model-control-mode=explicit", a_http,
                     "--http-address=127.0.0.1", a_grpc, "--grpc-address=127.0.0.1", a_allow,
                     "--allow-metrics=false", NULL};
-    int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int logfd = open(s->log_path, O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC) | O_CLOEXEC,
+                     0644);
     if (logfd < 0) {
         st = nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", s->log_path, strerror(errno));
         free(bin);
@@ -174,6 +177,30 @@ nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
     if ((st = perf_conn_init(&s->conn, s->http_url)) != NULL)
         return st;
     return wait_ready(s, 60);
+}
+
+nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
+{
+    return start(s, o, false);
+}
+
+bool az_server_exited(az_server_t *s, char *how, size_t len)
+{
+    int ws;
+    if (s->pid <= 0 || waitpid(s->pid, &ws, WNOHANG) != s->pid)
+        return false;
+    s->pid = 0;
+    if (WIFSIGNALED(ws))
+        snprintf(how, len, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+    else
+        snprintf(how, len, "exit status %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    return true;
+}
+
+nr_status_t *az_server_restart(az_server_t *s, const az_opts_t *o)
+{
+    az_server_stop(s);
+    return start(s, o, true);
 }
 
 void az_server_stop(az_server_t *s)

@@ -63,10 +63,31 @@ static bool key_is(const nr_jv_member_t *m, const char *k)
     return m->key_len == strlen(k) && memcmp(m->key, k, m->key_len) == 0;
 }
 
+/* obj (an object, or NULL for an empty one) with member key set to the JSON text val. */
+static void put_object_with(nr_buf_t *b, const nr_jv_t *obj, const char *key, const char *val)
+{
+    nr_buf_putc(b, '{');
+    bool first = true;
+    for (size_t i = 0; obj && obj->type == NR_JV_OBJECT && i < obj->n; i++) {
+        const nr_jv_member_t *m = &obj->u.members[i];
+        if (key_is(m, key))
+            continue;
+        if (!first)
+            nr_buf_putc(b, ',');
+        first = false;
+        nr_buf_json_str(b, m->key, m->key_len);
+        nr_buf_putc(b, ':');
+        put_json(b, &m->val);
+    }
+    nr_buf_printf(b, "%s", first ? "" : ",");
+    nr_buf_json_str(b, key, strlen(key));
+    nr_buf_printf(b, ":%s}", val);
+}
+
 /* base with name, max_batch_size (mbs >= 0), dynamic_batching and instance_group (instances
- * > 0) replaced. */
+ * > 0) replaced, and the member the tuning touches (optimization, parameters) amended. */
 static nr_status_t *edit(const char *base_json, const char *name, int instances, int mbs,
-                         bool dynamic, char **out)
+                         bool dynamic, az_tune_t tune, char **out)
 {
     nr_json_doc_t *doc;
     const nr_jv_t *root;
@@ -77,6 +98,8 @@ static nr_status_t *edit(const char *base_json, const char *name, int instances,
         nr_json_free(doc);
         return nr_status_new(NR_INVALID_ARG, "the server's config is not a JSON object");
     }
+    const char *tuned = tune == AZ_TUNE_OPENVINO ? "optimization"
+                        : tune == AZ_TUNE_WORKER_NICE ? "parameters" : NULL;
     nr_buf_t b;
     nr_buf_init(&b);
     nr_buf_putc(&b, '{');
@@ -85,7 +108,7 @@ static nr_status_t *edit(const char *base_json, const char *name, int instances,
         const nr_jv_member_t *m = &root->u.members[i];
         if ((name && key_is(m, "name")) || (mbs >= 0 && key_is(m, "max_batch_size")) ||
             (dynamic && key_is(m, "dynamic_batching")) ||
-            (instances > 0 && key_is(m, "instance_group")))
+            (instances > 0 && key_is(m, "instance_group")) || (tuned && key_is(m, tuned)))
             continue;
         if (!first)
             nr_buf_putc(&b, ',');
@@ -105,12 +128,27 @@ static nr_status_t *edit(const char *base_json, const char *name, int instances,
         sep = ",";
     }
     if (dynamic) {
-        nr_buf_printf(&b, "%s\"dynamic_batching\":{}", sep);
+        if (tune == AZ_TUNE_QUEUE_DELAY)
+            nr_buf_printf(&b, "%s\"dynamic_batching\":{\"max_queue_delay_microseconds\":%d}",
+                          sep, AZ_QUEUE_DELAY_US);
+        else
+            nr_buf_printf(&b, "%s\"dynamic_batching\":{}", sep);
         sep = ",";
     }
-    if (instances > 0)
+    if (instances > 0) {
         nr_buf_printf(&b, "%s\"instance_group\":[{\"count\":%d,\"kind\":\"KIND_CPU\"}]", sep,
                       instances);
+        sep = ",";
+    }
+    if (tuned) {
+        nr_buf_printf(&b, "%s\"%s\":", sep, tuned);
+        if (tune == AZ_TUNE_OPENVINO)
+            put_object_with(&b, nr_jv_get(root, tuned), "execution_accelerators",
+                            "{\"cpu_execution_accelerator\":[{\"name\":\"openvino\"}]}");
+        else
+            put_object_with(&b, nr_jv_get(root, tuned), "intra_op_worker_nice",
+                            "{\"string_value\":\"" AZ_STR(AZ_WORKER_NICE) "\"}");
+    }
     nr_buf_putc(&b, '}');
     nr_json_free(doc);
     *out = nr_buf_steal(&b, NULL);
@@ -138,7 +176,24 @@ nr_status_t *az_variant_make(const char *model, const char *base_json, int insta
     v->instances = instances;
     v->max_batch_size = mbs;
     v->dynamic_batching = dynamic;
-    return edit(base_json, NULL, instances, mbs, dynamic, &v->config_json);
+    return edit(base_json, NULL, instances, mbs, dynamic, AZ_TUNE_NONE, &v->config_json);
+}
+
+nr_status_t *az_variant_tuned(const char *model, const char *base_json,
+                              const az_variant_t *from, az_tune_t tune, size_t index,
+                              az_variant_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (tune == AZ_TUNE_QUEUE_DELAY && !from->dynamic_batching)
+        return nr_status_new(NR_NOT_FOUND, "no dynamic batcher to delay");
+    snprintf(v->name, sizeof(v->name), "%s_config_%zu", model, index);
+    v->instances = from->instances;
+    v->max_batch_size = from->max_batch_size;
+    v->dynamic_batching = from->dynamic_batching;
+    v->tune = tune;
+    /* the default's own config is the base: only the tuning changes it */
+    return edit(base_json, NULL, v->instances, v->max_batch_size, v->dynamic_batching, tune,
+                &v->config_json);
 }
 
 nr_status_t *az_variants(const az_opts_t *o, const char *model, const char *base_json,
@@ -190,15 +245,23 @@ void az_variants_free(az_variant_t *v, size_t n)
 
 void az_variant_describe(const az_variant_t *v, char *out, size_t len)
 {
-    if (v->is_default) {
-        snprintf(out, len, "the model's own config");
-        return;
+    int k;
+    if (v->is_default || v->instances == 0) { /* the default, or the default tuned */
+        k = snprintf(out, len, "the model's own config");
+    } else {
+        k = snprintf(out, len, "%d instance%s", v->instances, v->instances == 1 ? "" : "s");
+        if (v->max_batch_size > 0 && k >= 0 && (size_t)k < len)
+            k += snprintf(out + k, len - (size_t)k, ", max_batch_size %d", v->max_batch_size);
+        if (v->dynamic_batching && k >= 0 && (size_t)k < len)
+            k += snprintf(out + k, len - (size_t)k, ", dynamic batching");
     }
-    int k = snprintf(out, len, "%d instance%s", v->instances, v->instances == 1 ? "" : "s");
-    if (v->max_batch_size > 0 && k >= 0 && (size_t)k < len)
-        k += snprintf(out + k, len - (size_t)k, ", max_batch_size %d", v->max_batch_size);
-    if (v->dynamic_batching && k >= 0 && (size_t)k < len)
-        snprintf(out + k, len - (size_t)k, ", dynamic batching");
+    const char *tuned =
+        v->tune == AZ_TUNE_OPENVINO ? ", OpenVINO"
+        : v->tune == AZ_TUNE_QUEUE_DELAY ? ", max queue delay " AZ_STR(AZ_QUEUE_DELAY_US) " us"
+        : v->tune == AZ_TUNE_WORKER_NICE ? ", intra_op_worker_nice " AZ_STR(AZ_WORKER_NICE)
+        : "";
+    if (k >= 0 && (size_t)k < len)
+        snprintf(out + k, len - (size_t)k, "%s", tuned);
 }
 
 /* ---- the folders ---- */
@@ -267,7 +330,7 @@ nr_status_t *az_variant_write(const az_opts_t *o, const char *model, const az_va
                               const char *dir, const char *dir_name)
 {
     char *json;
-    nr_status_t *st = edit(v->config_json, dir_name, 0, -1, false, &json);
+    nr_status_t *st = edit(v->config_json, dir_name, 0, -1, false, AZ_TUNE_NONE, &json);
     if (st)
         return st;
     nr_model_config_t *cfg;
