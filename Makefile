@@ -51,13 +51,15 @@ $(BUILD)/bin/nereid-perf: $(PERF_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnereid.a
 	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
 
 # nereid-analyzer (src/tools/analyzer): Model Analyzer's counterpart; it measures with
-# nereid-perf's engine (every perf object but its main) and reads configs with src/config.
+# nereid-perf's engine (every perf object but its main), reads configs with src/config and
+# its -f YAML file with libyaml.
 PERF_ENGINE_OBJ := $(filter-out %/perf_main.o,$(PERF_SRC:%.c=$(BUILD)/obj/%.o))
 ANALYZER_SRC := $(wildcard src/tools/analyzer/*.c)
 $(BUILD)/bin/nereid-analyzer: $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o) $(PERF_ENGINE_OBJ) \
                               $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
+	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lyaml -lm \
+	    -pthread
 
 # Keep the test objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY:

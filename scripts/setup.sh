@@ -17,7 +17,7 @@ VENV=${VENV:-$ROOT/.venv}
 REQS="$ROOT/scripts/requirements.txt"
 
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
-          libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+          libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libyaml-dev
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates
           chromium) # chromium: the analyzer report's test renders it headless
 HEADERS_SUITE=trixie # the Debian release whose libonnxruntime-dev gives the C headers

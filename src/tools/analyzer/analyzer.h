@@ -44,6 +44,9 @@ typedef struct {
     const char *protocol;    /* the measuring client: http | grpc */
     char **models;
     size_t n_models;
+    char **file_args;        /* -f: the config file's settings as arguments */
+    size_t n_file_args;
+    char **argv;             /* -f: those, then the command line's */
     bool report;             /* the report subcommand */
     bool override_out;
     bool quick;              /* --run-config-search-mode quick */
@@ -70,13 +73,16 @@ typedef struct {
     char url[96];     /* host:port of the measuring protocol */
     char http_url[96];
     char *log_path;   /* local mode: the server's log */
+    unsigned loads;   /* models loaded since it started */
 } az_server_t;
 
 NR_MUST_CHECK nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o);
 void az_server_stop(az_server_t *s);
-/* Local mode: whether the server process has ended (reaped; how in `how`). */
-bool az_server_exited(az_server_t *s, char *how, size_t len);
-/* Local mode: a new server after one ended, its log appended to the same file. */
+/* Local mode: whether the server process has ended, waiting up to wait_ms for it (reaped;
+ * how in `how`). */
+bool az_server_exited(az_server_t *s, unsigned wait_ms, char *how, size_t len);
+/* Local mode: a new server (the old one stopped if it still runs), its log appended to the
+ * same file. */
 NR_MUST_CHECK nr_status_t *az_server_restart(az_server_t *s, const az_opts_t *o);
 /* POST .../load, with {"parameters":{"config":<config_json>}} when config_json is given. */
 NR_MUST_CHECK nr_status_t *az_server_load(az_server_t *s, const char *model,
@@ -147,7 +153,7 @@ typedef struct {
 typedef struct {
     size_t variant;        /* index into the model's variants */
     uint64_t min_conc, max_conc; /* the concurrency range swept */
-    double load_mb;        /* RSS growth from loading the variant, MB (-1: unknown) */
+    double load_mb;        /* the model's memory: RSS loaded - RSS unloaded, MB (-1: unknown) */
     double load_s;         /* how long the load took */
     az_point_t *pts;
     size_t n_pts;
@@ -177,10 +183,11 @@ ssize_t az_best_run(const az_opts_t *o, const az_run_t *runs, size_t n);
 /* One sentence: why the best won, against the default. */
 void az_explain(const az_opts_t *o, const az_variant_t *vs, const az_run_t *runs, size_t n,
                 ssize_t best, char *out, size_t len);
-/* results/metrics-model-inference.csv: Model Analyzer's columns, then nereid's. Appends rows
- * (the header once per file). */
+/* results/metrics-model-inference.csv: Model Analyzer's columns, then nereid's. The first
+ * model of a profile starts the file anew; the others append their rows. */
 NR_MUST_CHECK nr_status_t *az_write_csv(const az_opts_t *o, const char *model,
-                                        const az_variant_t *vs, const az_run_t *runs, size_t n);
+                                        const az_variant_t *vs, const az_run_t *runs, size_t n,
+                                        bool first);
 /* The checkpoint: every finished run of a model, to resume an interrupted profile. */
 NR_MUST_CHECK nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model,
                                               const az_variant_t *vs, const az_run_t *runs,
@@ -216,10 +223,18 @@ void az_results_free(az_results_t *r);
 /* mkdir -p */
 NR_MUST_CHECK nr_status_t *az_mkdirs(const char *path);
 
+/* ---- analyzer_yaml.c ---- */
+
+/* -f/--config-file: Model Analyzer's YAML keys as arguments ("--key=value") for getopt with
+ * opts, to be placed before the command line's (*args and each of them malloc'd). */
+struct option;
+NR_MUST_CHECK nr_status_t *az_yaml_args(const char *path, const struct option *opts,
+                                        char ***args, size_t *n);
+
 /* ---- analyzer_report.c ---- */
 
-/* <export-path>/reports/<model>.html from a results file: one self-contained page (inline
- * SVG, no script, no network) with throughput against p99 per variant, the Pareto front and
+/* <export-path>/reports/summaries/<model>/result_summary.html (Model Analyzer's path) from a
+ * results file: one self-contained page (inline SVG, no script, no network) with throughput against p99 per variant, the Pareto front and
  * the recommendation, memory per variant, and every measurement. Its path into out. */
 NR_MUST_CHECK nr_status_t *az_report_write(const char *export_path, const az_results_t *r,
                                            char *out, size_t out_len);

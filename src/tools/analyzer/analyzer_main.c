@@ -30,7 +30,8 @@ static const char usage_text[] =
     "Usage: nereid-analyzer report [-e|--export-path <dir>] [--profile-models <m>[,<m>...]]\n"
     "       nereid-analyzer profile --model-repository <dir> --profile-models <m>[,<m>...]\n"
     "         [--output-model-repository-path <dir>] [--override-output-model-repository]\n"
-    "         [-e|--export-path <dir>] [-s|--checkpoint-directory <dir>]\n"
+    "         [-f|--config-file <yaml>] [-e|--export-path <dir>]\n"
+    "         [-s|--checkpoint-directory <dir>]\n"
     "         [--run-config-search-mode brute|quick] [--run-config-search-disable]\n"
     "         [--run-config-search-refine openvino,queue-delay,worker-nice|none]\n"
     "         [--run-config-search-min-concurrency <n>] [--run-config-search-max-concurrency <n>]\n"
@@ -46,8 +47,10 @@ static const char usage_text[] =
     "         [--measurement-interval <ms>] [--measurement-request-count <n>]\n"
     "         [--max-trials <n>] [--stability-percentage <pct>] [-v]\n"
     "Model Analyzer's flag names (docs/analyzer.md). report rebuilds the HTML reports\n"
-    "(<export-path>/reports/<model>.html) from <export-path>/results/<model>.json.\n"
-    "Not yet: -f config.yaml, several models measured together.\n";
+    "(<export-path>/reports/summaries/<model>/result_summary.html) from\n"
+    "<export-path>/results/<model>.json.\n"
+    "-f: Model Analyzer's YAML keys for these flags, and its constraints mapping.\n"
+    "Not yet: several models measured together.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -153,9 +156,39 @@ static const struct option long_opts[] = {
     {"stability-percentage", required_argument, NULL, OPT_STAB},
     {"run-config-search-refine", required_argument, NULL, OPT_REFINE},
     {"verbose", no_argument, NULL, 'v'},
+    {"config-file", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* The -f/--config-file argument, if any (before getopt, which reads the file's settings). */
+static const char *config_file(int argc, char **argv)
+{
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--config-file") == 0) {
+            if (i + 1 == argc)
+                usage_error("%s needs a file", argv[i]);
+            file = argv[++i];
+        } else if (strncmp(argv[i], "--config-file=", 14) == 0) {
+            file = argv[i] + 14;
+        } else if (strcmp(argv[i], "--") == 0) {
+            break;
+        }
+    }
+    return file;
+}
+
+static void opts_free(az_opts_t *o)
+{
+    for (size_t i = 0; i < o->n_models; i++)
+        free(o->models[i]);
+    free(o->models);
+    for (size_t i = 0; i < o->n_file_args; i++)
+        free(o->file_args[i]);
+    free(o->file_args);
+    free(o->argv);
+}
 
 static void parse_args(int argc, char **argv, az_opts_t *o)
 {
@@ -190,9 +223,26 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
     o->report = strcmp(argv[1], "report") == 0;
     argc--;
     argv++;
+    const char *file = config_file(argc, argv);
+    if (file) { /* its settings first: the command line's win */
+        nr_status_t *st = az_yaml_args(file, long_opts, &o->file_args, &o->n_file_args);
+        if (st) {
+            char msg[1024];
+            snprintf(msg, sizeof(msg), "%s", st->msg);
+            nr_status_free(st);
+            usage_error("%s", msg);
+        }
+        char **all = nr_calloc((size_t)argc + o->n_file_args + 1, sizeof(*all));
+        all[0] = argv[0];
+        memcpy(all + 1, o->file_args, o->n_file_args * sizeof(*all));
+        memcpy(all + 1 + o->n_file_args, argv + 1, (size_t)(argc - 1) * sizeof(*all));
+        argc += (int)o->n_file_args;
+        argv = o->argv = all;
+    }
     int c;
-    while ((c = getopt_long(argc, argv, "m:e:s:b:vh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:e:s:b:f:vh", long_opts, NULL)) != -1) {
         switch (c) {
+        case 'f': break; /* read above */
         case 'm': o->repo = optarg; break;
         case OPT_MODELS: models = optarg; break;
         case OPT_OUT: o->out_repo = optarg; break;
@@ -324,12 +374,27 @@ static void progress(az_profile_t *p, const az_variant_t *v, uint64_t c0, uint64
                 conc);
 }
 
+/* Local mode: each variant is measured on a server that has loaded nothing before it, as
+ * Model Analyzer restarts its server for each: no earlier variant's threads, caches or
+ * freed-but-kept memory skew this one's figures. A restart costs a fraction of a second. */
+static void fresh_server(az_profile_t *p)
+{
+    if (p->s->pid <= 0 || p->s->loads == 0)
+        return;
+    nr_status_t *st = az_server_restart(p->s, p->o);
+    if (st) {
+        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+        nr_status_free(st);
+        p->server_down = true;
+    }
+}
+
 /* After a run: a server that ended during it (a variant that crashes it, the kernel's OOM
  * killer) fails that run alone; a new server takes over for the next ones. */
 static void server_check(az_profile_t *p, az_run_t *r)
 {
     char how[128];
-    if (!az_server_exited(p->s, how, sizeof(how)))
+    if (!az_server_exited(p->s, r->error ? 2000 : 0, how, sizeof(how)))
         return;
     free(r->error);
     r->error = nr_asprintf("the server ended during this run (%s; its log: %s)", how,
@@ -368,6 +433,7 @@ static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
             return p->nr++;
         }
     }
+    fresh_server(p);
     progress(p, &p->vs[i], c0, c1);
     if (p->server_down) {
         memset(r, 0, sizeof(*r));
@@ -677,7 +743,7 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
         nr_status_free(st);
         ok = false;
     }
-    if (ok && (st = az_write_csv(o, model, p.vs, p.runs, p.nr)) != NULL) {
+    if (ok && (st = az_write_csv(o, model, p.vs, p.runs, p.nr, model == o->models[0])) != NULL) {
         fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
         nr_status_free(st);
         ok = false;
@@ -717,9 +783,7 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &o);
     if (o.report) {
         int rc = run_report(&o);
-        for (size_t i = 0; i < o.n_models; i++)
-            free(o.models[i]);
-        free(o.models);
+        opts_free(&o);
         return rc;
     }
     struct stat sb;
@@ -745,8 +809,6 @@ int main(int argc, char **argv)
     az_server_stop(&s);
     if (grpc)
         grpc_shutdown();
-    for (size_t i = 0; i < o.n_models; i++)
-        free(o.models[i]);
-    free(o.models);
+    opts_free(&o);
     return rc;
 }

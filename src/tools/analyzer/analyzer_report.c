@@ -4,7 +4,7 @@
  * report` rebuilds it without measuring): the recommendation in one sentence; throughput
  * against p99 latency, a line per run over its concurrency levels, the recommended variant
  * drawn thick with its chosen level ringed, and the Pareto front (the measurements no other
- * beats on both) dashed; memory per variant (the load's RSS growth and the peak under load);
+ * beats on both) dashed; memory per variant (the model's memory and the peak under load);
  * and every measurement as a table. Inline SVG and CSS only: no script, no network, so it
  * opens anywhere. The plots share nereid-perf's SVG frame (perf_svg_*).
  */
@@ -173,7 +173,7 @@ static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v
     nr_buf_puts(b, "</svg>\n");
 }
 
-/* Per variant: the load's RSS growth and the peak RSS under load (the largest of its runs). */
+/* Per variant: the model's memory and the peak RSS under load (the largest of its runs). */
 static void plot_memory(nr_buf_t *b, const az_results_t *r, const variants_t *v)
 {
     double *load = nr_calloc(v->n + 1, sizeof(double));
@@ -195,7 +195,7 @@ static void plot_memory(nr_buf_t *b, const az_results_t *r, const variants_t *v)
                   "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
                   "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
                   "<rect x=\"%.0f\" y=\"8\" width=\"14\" height=\"10\" fill=\"#9ecae1\"/>"
-                  "<text x=\"%.0f\" y=\"17\">model load (RSS growth, MB)</text>"
+                  "<text x=\"%.0f\" y=\"17\">model (what its unload frees, MB)</text>"
                   "<rect x=\"%.0f\" y=\"8\" width=\"14\" height=\"10\" fill=\"#3182bd\"/>"
                   "<text x=\"%.0f\" y=\"17\">server peak RSS under load (MB)</text>\n",
                   W, H, L, L + 20, L + 240, L + 260);
@@ -255,11 +255,11 @@ nr_status_t *az_report_write(const char *export_path, const az_results_t *r, cha
                              size_t out_len)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s/reports", export_path);
+    snprintf(dir, sizeof(dir), "%s/reports/summaries/%s", export_path, r->model);
     nr_status_t *st = az_mkdirs(dir);
     if (st)
         return st;
-    snprintf(out, out_len, "%s/%s.html", dir, r->model);
+    snprintf(out, out_len, "%s/result_summary.html", dir);
     variants_t v;
     variants_of(r, &v);
     nr_buf_t b;

@@ -109,13 +109,22 @@ void az_explain(const az_opts_t *o, const az_variant_t *vs, const az_run_t *runs
     for (size_t i = 0; i < n; i++)
         if (vs[runs[i].variant].is_default)
             d = az_best_point(o, &runs[i]);
-    char vsdef[160] = "";
+    char vsdef[256] = "";
     if (vs[r->variant].is_default)
         snprintf(vsdef, sizeof(vsdef), ", better than every variant measured");
-    else if (d && d->throughput > 0)
-        snprintf(vsdef, sizeof(vsdef), ", %.2fx the default's throughput (%.0f infer/sec)",
-                 p->throughput / d->throughput, d->throughput);
-    else
+    else if (d && d->throughput > 0) { /* against the default, on what the objectives weigh */
+        int k = 0;
+        if (o->w_throughput > 0 || (o->w_latency <= 0 && o->w_memory <= 0))
+            k += snprintf(vsdef + k, sizeof(vsdef) - (size_t)k,
+                          ", %.2fx the default's throughput (%.0f infer/sec)",
+                          p->throughput / d->throughput, d->throughput);
+        if (o->w_latency > 0 && d->p99_ms > 0 && (size_t)k < sizeof(vsdef))
+            k += snprintf(vsdef + k, sizeof(vsdef) - (size_t)k, ", %.2fx the default's p99 "
+                          "(%.2f ms)", p->p99_ms / d->p99_ms, d->p99_ms);
+        if (o->w_memory > 0 && d->mem_mb > 0 && (size_t)k < sizeof(vsdef))
+            snprintf(vsdef + k, sizeof(vsdef) - (size_t)k, ", %.2fx the default's memory "
+                     "(%.0f MB)", p->mem_mb / d->mem_mb, d->mem_mb);
+    } else
         snprintf(vsdef, sizeof(vsdef), "; the default config met no constraint");
     snprintf(out, len, "%s (%s): %.0f infer/sec at concurrency %llu with p99 %.2f ms%s%s%s.",
              vs[r->variant].name, desc, p->throughput, (unsigned long long)p->concurrency,
@@ -161,7 +170,7 @@ nr_status_t *az_mkdirs(const char *path)
 }
 
 nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_variant_t *vs,
-                          const az_run_t *runs, size_t n)
+                          const az_run_t *runs, size_t n, bool first)
 {
     char dir[PATH_MAX], path[PATH_MAX + 40];
     snprintf(dir, sizeof(dir), "%s/results", o->export_path);
@@ -170,8 +179,8 @@ nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_varian
         return st;
     snprintf(path, sizeof(path), "%s/metrics-model-inference.csv", dir);
     struct stat sb;
-    bool header = stat(path, &sb) != 0 || sb.st_size == 0;
-    FILE *f = fopen(path, "a");
+    bool header = first || stat(path, &sb) != 0 || sb.st_size == 0;
+    FILE *f = fopen(path, first ? "w" : "a");
     if (f == NULL)
         return nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", path, strerror(errno));
     if (header)

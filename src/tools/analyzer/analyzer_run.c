@@ -142,7 +142,7 @@ void az_run_variant(const az_opts_t *o, az_server_t *s, const char *model,
     r->min_conc = min_conc;
     r->max_conc = max_conc;
     r->load_mb = -1;
-    uint64_t before = az_server_rss(s), t0 = perf_now_ns();
+    uint64_t t0 = perf_now_ns();
     nr_status_t *st = az_server_load(s, model, v->is_default ? NULL : v->config_json);
     r->load_s = (double)(perf_now_ns() - t0) / 1e9;
     if (st) {
@@ -150,15 +150,20 @@ void az_run_variant(const az_opts_t *o, az_server_t *s, const char *model,
         nr_status_free(st);
         return;
     }
-    uint64_t after = az_server_rss(s);
-    if (before && after)
-        r->load_mb = after > before ? (double)(after - before) / 1e6 : 0;
+    uint64_t loaded = az_server_rss(s);
     sweep(o, s, model, r);
     if ((st = az_server_unload(s, model)) != NULL) {
         if (r->error == NULL)
             set_error(r, "", st->msg);
         nr_status_free(st);
+        return;
     }
+    /* The model's memory: what the unload gave back. Measured against the server before the
+     * load, it would also count ONNX Runtime's own start (about 48 MB, paid by a server's
+     * first load and kept after it). */
+    uint64_t unloaded = az_server_rss(s);
+    if (loaded && unloaded)
+        r->load_mb = loaded > unloaded ? (double)(loaded - unloaded) / 1e6 : 0;
 }
 
 double az_run_peak(const az_run_t *r)

@@ -184,10 +184,16 @@ nr_status_t *az_server_start(az_server_t *s, const az_opts_t *o)
     return start(s, o, false);
 }
 
-bool az_server_exited(az_server_t *s, char *how, size_t len)
+bool az_server_exited(az_server_t *s, unsigned wait_ms, char *how, size_t len)
 {
-    int ws;
-    if (s->pid <= 0 || waitpid(s->pid, &ws, WNOHANG) != s->pid)
+    int ws = 0;
+    pid_t got = 0;
+    for (unsigned waited = 0; s->pid > 0; waited += 20) {
+        if ((got = waitpid(s->pid, &ws, WNOHANG)) != 0 || waited >= wait_ms)
+            break;
+        sleep_ms(20); /* a killed process closes its sockets before it can be reaped */
+    }
+    if (s->pid <= 0 || got != s->pid)
         return false;
     s->pid = 0;
     if (WIFSIGNALED(ws))
@@ -247,6 +253,7 @@ nr_status_t *az_server_load(az_server_t *s, const char *model, const char *confi
         nr_buf_json_str(&b, config_json, strlen(config_json));
         nr_buf_puts(&b, "}}");
     }
+    s->loads++;
     nr_status_t *st = post(s, path, config_json ? &b : NULL, "failed to load the model");
     nr_buf_free(&b);
     return st;
