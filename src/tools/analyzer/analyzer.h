@@ -165,6 +165,13 @@ typedef struct {
 void az_run_variant(const az_opts_t *o, az_server_t *s, const char *model,
                     const az_variant_t *v, size_t index, uint64_t min_conc, uint64_t max_conc,
                     az_run_t *r);
+/* Several models, each with its variant, loaded into the server together and swept over
+ * concurrency together: at each level every model has that many requests in flight, all
+ * measured over the same windows. runs[i] (its variant index kept) is model i's; load_mb is
+ * what unloading all of them gave back, in each run; a failure is every run's error. */
+void az_run_together(const az_opts_t *o, az_server_t *s, char *const *models,
+                     const az_variant_t *const *vs, size_t n, uint64_t min_conc,
+                     uint64_t max_conc, az_run_t *runs);
 /* The highest throughput the run measured (0 without measurements). */
 double az_run_peak(const az_run_t *r);
 void az_run_free(az_run_t *r);

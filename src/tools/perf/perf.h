@@ -308,6 +308,19 @@ void perf_opts_defaults(perf_opts_t *o);
  * why), else -1 with *res; an unstable level's reason is in why. */
 int perf_measure(perf_ctl_t *ctl, const perf_opts_t *o, const perf_model_t *m, perf_step_t *s,
                  perf_step_result_t *res, char *why, size_t why_len);
+/* Several loads measured over the same windows (nereid-analyzer's models served together):
+ * the windows end when every part's last three are stable (or over its limit) at once, or
+ * after the first part's --max-trials; the first part's options set the windows. A fatal
+ * error ends all (its exit code returned, its text in why); else -1, each part's result in
+ * its res and why explaining the first part that did not settle. perf_measure is one part. */
+typedef struct {
+    const perf_opts_t *o;
+    const perf_model_t *m;
+    perf_step_t *s;
+    perf_step_result_t res;
+} perf_part_t;
+int perf_measure_parts(perf_ctl_t *ctl, perf_part_t *parts, size_t n, char *why,
+                       size_t why_len);
 
 /* perf_export.c: the --json report (each step with its histogram) and the --plot SVG. */
 NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps,

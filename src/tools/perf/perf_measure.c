@@ -128,119 +128,174 @@ static nr_status_t *ctl_stats(perf_ctl_t *c, const perf_opts_t *o, perf_server_s
     return c->grpc ? perf_grpc_server_stats(&c->g, o, s) : perf_server_stats(&c->http, o, s);
 }
 
-int perf_measure(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
-                   perf_step_t *s, perf_step_result_t *res, char *why, size_t why_len)
-{
+/* One part's state across the windows. */
+typedef struct {
     perf_load_t *load;
-    nr_status_t *st = perf_load_start(o, m, s->value, o->rate_mode ? s->rate : 0, &load);
-    if (st)
-        return fail(st, why, why_len);
-    perf_server_stats_t prev = {0}, now;
-    if (m->has_stats && (st = ctl_stats(conn, o, &prev)) != NULL) {
-        perf_load_stop(load);
-        return fail(st, why, why_len);
-    }
+    perf_server_stats_t prev;
     perf_window_t wins[3], all;
-    memset(wins, 0, sizeof(wins));
-    memset(&all, 0, sizeof(all));
-    double *thr = nr_calloc((size_t)o->max_trials + 1, sizeof(double)); /* per window */
-    int done = 0, rc = -1;
-    *res = PERF_STEP_UNSTABLE;
-    perf_window_t skip; /* the first window starts now: what came before is ramp-up */
-    perf_load_cut(load, &skip);
-    perf_window_free(&skip);
-    for (int trial = 0; trial < o->max_trials; trial++) {
-        perf_gpus_t gpus = {.n = 0};
-        if (o->count_windows) {
-            do
-                wait_window(conn, o, 1000, &gpus);
-            while (perf_load_pending_count(load) < o->request_count);
+    double *thr; /* throughput per window */
+} part_state_t;
+
+/* The window just cut from part p's load: its statistics, its errors (a fatal code, with why),
+ * and whether its last three windows are stable now (p->res). */
+static int part_window(perf_ctl_t *conn, perf_part_t *p, part_state_t *ps, int done, int trial,
+                       const perf_gpus_t *gpus, char *why, size_t why_len)
+{
+    const perf_opts_t *o = p->o;
+    perf_window_t *w = &ps->wins[done % 3];
+    perf_window_free(w);
+    perf_load_cut(ps->load, w);
+    w->gpus = *gpus;
+    if (p->m->has_stats) {
+        perf_server_stats_t now;
+        nr_status_t *st = ctl_stats(conn, o, &now);
+        if (st)
+            return fail(st, why, why_len);
+        perf_stats_diff(&w->server, &now, &ps->prev);
+        w->have_server = true;
+        ps->prev = now;
+    }
+    if (w->errors) { /* perf_analyzer's words for a failed request */
+        snprintf(why, why_len, "Failed to maintain requested inference load. Worker thread(s) "
+                 "failed to generate concurrent requests.\nThread [0] had error: %s",
+                 w->error ? w->error : "inference failed");
+        return PERF_EXIT_ERROR;
+    }
+    if (w->count == 0) {
+        snprintf(why, why_len, "No valid requests recorded within time interval. Please use a "
+                 "larger time window.");
+        return PERF_EXIT_NO_REQUESTS;
+    }
+    ps->thr[done - 1] = perf_throughput(o, w);
+    if (o->report_unstable) /* kept only for that flag: a level's every window */
+        perf_window_merge(&ps->all, w);
+    if (o->verbose) {
+        double t = ps->thr[done - 1];
+        if (o->percentile > 0)
+            printf("  Pass [%d] throughput: %g infer/sec. p%d latency: %llu usec\n", trial + 1,
+                   t, o->percentile, (unsigned long long)(perf_stab_latency(o, w) / 1000));
+        else
+            printf("  Pass [%d] throughput: %g infer/sec. Avg latency: %llu usec (std %llu "
+                   "usec). \n", trial + 1, t, (unsigned long long)(perf_hist_mean(&w->lat) / 1000),
+                   (unsigned long long)(perf_hist_stddev(&w->lat) / 1000));
+    }
+    p->res = PERF_STEP_UNSTABLE;
+    if (done >= 3) {
+        perf_window_t *last[3] = {&ps->wins[(done - 3) % 3], &ps->wins[(done - 2) % 3],
+                                  &ps->wins[(done - 1) % 3]};
+        if (stable(o, last)) {
+            p->res = PERF_STEP_STABLE;
         } else {
-            wait_window(conn, o, o->interval_ms * 6 / 5, &gpus);
-        }
-        perf_window_t *w = &wins[done % 3];
-        perf_window_free(w);
-        perf_load_cut(load, w);
-        w->gpus = gpus;
-        done++;
-        if (m->has_stats) {
-            if ((st = ctl_stats(conn, o, &now)) != NULL) {
-                rc = fail(st, why, why_len);
-                break;
-            }
-            perf_stats_diff(&w->server, &now, &prev);
-            w->have_server = true;
-            prev = now;
-        }
-        if (w->errors) { /* perf_analyzer's words for a failed request */
-            snprintf(why, why_len, "Failed to maintain requested inference load. Worker thread(s) "
-                     "failed to generate concurrent requests.\nThread [0] had error: %s",
-                    w->error ? w->error : "inference failed");
-            rc = PERF_EXIT_ERROR;
-            break;
-        }
-        if (w->count == 0) {
-            snprintf(why, why_len, "No valid requests recorded within time interval. Please use a "
-                     "larger time window.");
-            rc = PERF_EXIT_NO_REQUESTS;
-            break;
-        }
-        thr[done - 1] = perf_throughput(o, w);
-        if (o->report_unstable) /* kept only for that flag: a level's every window */
-            perf_window_merge(&all, w);
-        if (o->verbose) {
-            double t = thr[done - 1];
-            if (o->percentile > 0)
-                printf("  Pass [%d] throughput: %g infer/sec. p%d latency: %llu usec\n",
-                       trial + 1, t, o->percentile,
-                       (unsigned long long)(perf_stab_latency(o, w) / 1000));
-            else
-                printf("  Pass [%d] throughput: %g infer/sec. Avg latency: %llu usec (std %llu "
-                       "usec). \n", trial + 1, t, (unsigned long long)(perf_hist_mean(&w->lat) / 1000),
-                       (unsigned long long)(perf_hist_stddev(&w->lat) / 1000));
-        }
-        if (done >= 3) {
-            perf_window_t *last[3] = {&wins[(done - 3) % 3], &wins[(done - 2) % 3],
-                                      &wins[(done - 1) % 3]};
-            if (stable(o, last)) {
-                *res = PERF_STEP_STABLE;
-                break;
-            }
             bool over = false;
             for (int i = 0; i < 3 && o->latency_limit_ms; i++)
                 over |= perf_stab_latency(o, last[i]) >= o->latency_limit_ms * 1000000ull;
-            if (over) {
-                *res = PERF_STEP_OVER_LIMIT;
-                break;
-            }
+            if (over)
+                p->res = PERF_STEP_OVER_LIMIT;
         }
     }
-    perf_load_stop(load);
-    if (rc < 0 && *res == PERF_STEP_UNSTABLE) {
-        perf_window_t *last[3] = {&wins[(done + 0) % 3], &wins[(done + 1) % 3],
-                                  &wins[(done + 2) % 3]};
+    return -1;
+}
+
+/* After the last window: part p's figures (its last three windows merged, or with
+ * --report-unstable every window of a level that did not settle) and its result. */
+static void part_finish(perf_part_t *p, part_state_t *ps, int done, int rc, char *why,
+                        size_t why_len)
+{
+    const perf_opts_t *o = p->o;
+    perf_step_t *s = p->s;
+    if (rc < 0 && p->res == PERF_STEP_UNSTABLE) {
+        perf_window_t *last[3] = {&ps->wins[(done + 0) % 3], &ps->wins[(done + 1) % 3],
+                                  &ps->wins[(done + 2) % 3]};
         explain(o, last, done, why, why_len);
     }
     memset(&s->merged, 0, sizeof(s->merged));
-    if (rc < 0 && *res == PERF_STEP_UNSTABLE && o->report_unstable && done > 0) {
-        qsort(thr, (size_t)done, sizeof(double), cmp_double);
+    if (rc < 0 && p->res == PERF_STEP_UNSTABLE && o->report_unstable && done > 0) {
+        qsort(ps->thr, (size_t)done, sizeof(double), cmp_double);
         size_t at = strlen(why);
         snprintf(why + at, why_len - at, "\nnereid-perf: reporting all %d windows of the level "
                  "merged (--report-unstable); throughput per window: min %g, median %g, max %g "
-                 "infer/sec", done, thr[0], thr[done / 2], thr[done - 1]);
-        s->merged = all; /* moved */
-        memset(&all, 0, sizeof(all));
-        *res = PERF_STEP_ALL;
+                 "infer/sec", done, ps->thr[0], ps->thr[done / 2], ps->thr[done - 1]);
+        s->merged = ps->all; /* moved */
+        memset(&ps->all, 0, sizeof(ps->all));
+        p->res = PERF_STEP_ALL;
     } else {
         for (int i = done > 3 ? done - 3 : 0; i < done; i++)
-            perf_window_merge(&s->merged, &wins[i % 3]);
+            perf_window_merge(&s->merged, &ps->wins[i % 3]);
     }
-    perf_window_free(&all);
-    free(thr);
-    for (int i = 0; i < 3; i++)
-        perf_window_free(&wins[i]);
-    if (rc < 0 && (*res == PERF_STEP_STABLE || *res == PERF_STEP_ALL) && o->latency_limit_ms &&
+    if (rc < 0 && (p->res == PERF_STEP_STABLE || p->res == PERF_STEP_ALL) && o->latency_limit_ms &&
         perf_stab_latency(o, &s->merged) >= o->latency_limit_ms * 1000000ull)
-        *res = PERF_STEP_OVER_LIMIT;
+        p->res = PERF_STEP_OVER_LIMIT;
+}
+
+int perf_measure_parts(perf_ctl_t *conn, perf_part_t *parts, size_t n, char *why, size_t why_len)
+{
+    const perf_opts_t *o = parts[0].o; /* the windows' length and number */
+    part_state_t *ps = nr_calloc(n, sizeof(*ps));
+    nr_status_t *st = NULL;
+    int rc = -1, done = 0;
+    size_t started = 0;
+    if (why_len)
+        why[0] = '\0';
+    for (; started < n && st == NULL; started++) {
+        perf_part_t *p = &parts[started];
+        p->res = PERF_STEP_UNSTABLE;
+        ps[started].thr = nr_calloc((size_t)o->max_trials + 1, sizeof(double));
+        st = perf_load_start(p->o, p->m, p->s->value, p->o->rate_mode ? p->s->rate : 0,
+                             &ps[started].load);
+        if (st == NULL && p->m->has_stats)
+            st = ctl_stats(conn, p->o, &ps[started].prev);
+        else if (st)
+            ps[started].load = NULL;
+    }
+    if (st)
+        rc = fail(st, why, why_len);
+    for (size_t i = 0; i < n && rc < 0; i++) { /* the first window starts now: ramp-up before */
+        perf_window_t skip;
+        perf_load_cut(ps[i].load, &skip);
+        perf_window_free(&skip);
+    }
+    for (int trial = 0; rc < 0 && trial < o->max_trials; trial++) {
+        perf_gpus_t gpus = {.n = 0};
+        if (o->count_windows) {
+            for (size_t i = 0; i < n; i++)
+                while (perf_load_pending_count(ps[i].load) < parts[i].o->request_count)
+                    wait_window(conn, o, 1000, &gpus);
+        } else {
+            wait_window(conn, o, o->interval_ms * 6 / 5, &gpus);
+        }
+        done++;
+        bool settled = true;
+        for (size_t i = 0; i < n && rc < 0; i++) {
+            rc = part_window(conn, &parts[i], &ps[i], done, trial, &gpus, why, why_len);
+            settled &= parts[i].res != PERF_STEP_UNSTABLE;
+        }
+        if (settled)
+            break;
+    }
+    for (size_t i = 0; i < started; i++)
+        if (ps[i].load)
+            perf_load_stop(ps[i].load);
+    char other[1024];
+    for (size_t i = 0; i < n; i++) { /* why explains the first part that did not settle */
+        if (i < started)
+            part_finish(&parts[i], &ps[i], done, rc, *why ? other : why,
+                        *why ? sizeof(other) : why_len);
+        else
+            memset(&parts[i].s->merged, 0, sizeof(parts[i].s->merged));
+        perf_window_free(&ps[i].all);
+        free(ps[i].thr);
+        for (int k = 0; k < 3; k++)
+            perf_window_free(&ps[i].wins[k]);
+    }
+    free(ps);
+    return rc;
+}
+
+int perf_measure(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
+                 perf_step_t *s, perf_step_result_t *res, char *why, size_t why_len)
+{
+    perf_part_t part = {.o = o, .m = m, .s = s};
+    int rc = perf_measure_parts(conn, &part, 1, why, why_len);
+    *res = part.res;
     return rc;
 }
