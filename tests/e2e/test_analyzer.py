@@ -418,22 +418,170 @@ def test_the_report_shows_the_plots_and_is_rebuilt_from_the_export_path(mlp, tmp
     html_path.unlink()
     rr = analyzer(["report", "-e", d / "export"], timeout=30)
     assert rr.returncode == 0 and html_path.read_text() == html, rr.stderr
-    # rendered by a browser: the plots are drawn, not a blank page
+    # rendered by a browser: the plots are drawn, not a blank page; the recommended line's
+    # red, and the memory bars' blue, are on the page
+    near = rendered(html_path, tmp_path, 1000, 1100)
+    assert near((0xd6, 0x27, 0x28)) > 50 and near((0x31, 0x82, 0xbd)) > 200
+
+
+def rendered(html_path, tmp_path, width, height):
+    """The page as headless Chromium draws it, checked not blank; returns near(rgb): how many
+    of the sampled pixels are within 24 of that colour."""
     chromium = shutil.which("chromium")
     assert chromium, "chromium is missing (make setup installs it)"
     shot = tmp_path / "report.png"
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1000,1100", f"--screenshot={shot}", html_path.as_uri()],
-                   capture_output=True, timeout=120, cwd=tmp_path)
+                    f"--window-size={width},{height}", f"--screenshot={shot}",
+                    html_path.as_uri()], capture_output=True, timeout=120, cwd=tmp_path)
     w, h, rows = png_pixels(shot)
-    assert (w, h) == (1000, 1100)
+    assert (w, h) == (width, height)
     colours = {}
     for row in rows[::2]:
         for px in row[::2]:
             colours[px] = colours.get(px, 0) + 1
     ink = sum(n for px, n in colours.items() if px != (255, 255, 255))
     assert ink > 0.02 * sum(colours.values()), "a blank page"
-    # the recommended line's red, and the memory bars' blue, are on the page
-    near = lambda want: sum(n for px, n in colours.items()
+    return lambda want: sum(n for px, n in colours.items()
                             if all(abs(a - b) <= 24 for a, b in zip(px, want)))
-    assert near((0xd6, 0x27, 0x28)) > 50 and near((0x31, 0x82, 0xbd)) > 200
+
+
+# ---- several models served together (--run-config-profile-models-concurrently-enable) ----
+
+@pytest.fixture(scope="module")
+def two_mlps(tmp_path_factory):
+    """mlp and mlp2 (the same MatMul under two names), each profiled alone at 16 in flight
+    (default, then max_batch_size 8 with the batcher at 1 and 2 instances), then together:
+    each model's best variant alone and its default (--num-configs-per-model 1), the four
+    combinations measured with both models loaded and under load at once."""
+    d = tmp_path_factory.mktemp("analyzer_together")
+    write_mlp(d / "repo")
+    shutil.copytree(d / "repo" / "mlp", d / "repo" / "mlp2")
+    cfg = d / "repo" / "mlp2" / "config.pbtxt"
+    cfg.write_text(cfg.read_text().replace('name: "mlp"', 'name: "mlp2"'))
+    args = profile_args(d / "repo", "mlp,mlp2", d / "out", d / "export",
+                        "--run-config-search-min-concurrency", "16",
+                        "--run-config-search-max-concurrency", "16",
+                        "--run-config-search-min-model-batch-size", "8",
+                        "--run-config-search-max-model-batch-size", "8",
+                        "--run-config-search-max-instance-count", "2",
+                        "--run-config-search-refine", "none",
+                        "--run-config-profile-models-concurrently-enable",
+                        "--num-configs-per-model", "1")
+    r = analyzer(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d, args, r
+
+
+def read_together(export):
+    with open(export / "results" / "metrics-models-together.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def test_models_together_are_measured_loaded_and_under_load_at_once(two_mlps):
+    d, _, r = two_mlps
+    assert re.search(r"^together: 4 combinations \(4 measured now\), 8 measurements in \d+ s$",
+                     r.stdout, re.M), r.stdout
+    header, rows = read_together(d / "export")
+    assert header[0] == "Combination" and header[1:1 + len(MA_COLUMNS)] == MA_COLUMNS
+    combos = {}
+    for row in rows:
+        combos.setdefault(row["Combination"], {})[row["Model"]] = row
+    assert sorted(combos) == ["0", "1", "2", "3"]
+    # the defaults together first, the baseline; every pairing of the candidates once
+    assert {m: row["Model Config Path"] for m, row in combos["0"].items()} == {
+        "mlp": "mlp_config_default", "mlp2": "mlp2_config_default"}
+    pairs = {(c["mlp"]["Model Config Path"], c["mlp2"]["Model Config Path"])
+             for c in combos.values()}
+    assert len(pairs) == 4
+    # both models under load at the same time: on two cores each one gets less than alone
+    # (measured: about half), for the same variant at the same concurrency
+    _, alone = read_csv(d / "export")
+    alone = {row["Model Config Path"]: float(row["Throughput (infer/sec)"]) for row in alone}
+    for c in combos.values():
+        for m, row in c.items():
+            together = float(row["Throughput (infer/sec)"])
+            assert 0 < together < 0.8 * alone[row["Model Config Path"]], (row, alone)
+            assert row["Concurrency"] == "16"
+        # one server with both models: the same memory figures on both rows
+        assert c["mlp"]["Max CPU Memory Usage (MB)"] == c["mlp2"]["Max CPU Memory Usage (MB)"]
+        assert c["mlp"]["Model Load Memory (MB)"] == c["mlp2"]["Model Load Memory (MB)"]
+        if not UNDER_ASAN:  # both 16 MiB weights (ASan's quarantine keeps freed memory)
+            assert float(c["mlp"]["Model Load Memory (MB)"]) > 25, c
+
+
+def test_the_best_combination_is_written_and_explained(two_mlps):
+    d, _, r = two_mlps
+    best = re.search(r"^together: best: (.*)$", r.stdout, re.M).group(1)
+    assert "served together" in best and "mlp_config_" in best and "mlp2_config_" in best, best
+    for m in ("mlp", "mlp2"):
+        chosen = re.search(rf"^together: {m} written as (.*)/config.pbtxt \(({m}_config_\w+)\)$",
+                           r.stdout, re.M)
+        assert chosen and Path(chosen.group(1)) == d / "out" / m, r.stdout
+        written = (d / "out" / m / "config.pbtxt").read_text()
+        variant = (d / "out" / chosen.group(2) / "config.pbtxt").read_text()
+        assert written == variant.replace(f'name: "{chosen.group(2)}"', f'name: "{m}"')
+        assert chosen.group(2) in best
+
+
+def test_models_together_resume_from_their_checkpoint(two_mlps):
+    d, args, first = two_mlps
+    r = analyzer(args + ["--override-output-model-repository"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "models-together.ckpt (4 combinations measured)" in r.stderr, r.stderr
+    assert "together: 4 combinations (0 measured now)" in r.stdout, r.stdout
+    best = lambda out: re.search(r"^together: best: (.*)$", out, re.M).group(1)
+    assert best(r.stdout) == best(first.stdout)
+    assert len(read_together(d / "export")[1]) == 8  # the file anew, not appended to
+
+
+def test_the_models_together_report(two_mlps, tmp_path):
+    d, _, r = two_mlps
+    html_path = d / "export" / "reports" / "summaries" / "models-together" / "result_summary.html"
+    assert f"together: report: {html_path}" in r.stdout, r.stdout
+    html = html_path.read_text()
+    for part in ('<svg id="latency0"', '<svg id="latency1"', 'id="recommended0"',
+                 'id="recommended1"', '<svg id="memory"', '<tr class="recommended">',
+                 "0: mlp_config_default + mlp2_config_default"):
+        assert part in html, part
+    assert html.count('class="bar"') == 8  # two bars per combination
+    html_path.unlink()
+    rr = analyzer(["report", "-e", d / "export"], timeout=30)
+    assert rr.returncode == 0 and html_path.read_text() == html, rr.stderr
+    near = rendered(html_path, tmp_path, 1100, 1000)
+    assert near((0xd6, 0x27, 0x28)) > 50  # the recommended combination's red
+
+
+def test_models_together_with_quick_search(two_mlps, tmp_path):
+    """Quick climbs from each model's best alone; here with two candidates besides each
+    default, the alone runs resumed from the brute profile's checkpoints."""
+    d, args, _ = two_mlps
+    ckpt = tmp_path / "checkpoints"
+    shutil.copytree(d / "export" / "checkpoints", ckpt)
+    (ckpt / "models-together.ckpt").unlink()
+    args = [a for a in args] + ["--run-config-search-mode", "quick", "-s", ckpt,
+                                "--num-configs-per-model", "2",
+                                "--override-output-model-repository"]
+    r = analyzer(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"^together: (\d+) combinations \((\d+) measured now\)", r.stdout, re.M)
+    # candidates: 3 per model (two best alone and the default), 9 pairings at most; quick
+    # measures the defaults, the best-alone pair and its neighbours at least
+    assert m and 4 <= int(m.group(1)) <= 9 and m.group(1) == m.group(2), r.stdout
+    _, rows = read_together(d / "export")
+    assert len(rows) == 2 * int(m.group(1))
+    assert re.search(r"^together: mlp2 written as", r.stdout, re.M)
+
+
+def test_models_together_need_every_model(simple_repo, tmp_path):
+    r = analyzer(profile_args(simple_repo / "repo", "simple,no_such_model", tmp_path / "out",
+                              tmp_path / "export", "--run-config-search-disable",
+                              "--run-config-search-max-concurrency", "1",
+                              "--run-config-profile-models-concurrently-enable"), timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "together: not measured: 1 of the 2 models have no variant that served" in r.stderr
+    assert "simple: best:" in r.stdout  # the model that served is still profiled alone
+    r = analyzer(profile_args(simple_repo / "repo", "simple,models-together", tmp_path / "o2",
+                              tmp_path / "e2", "--run-config-profile-models-concurrently-enable"),
+                 timeout=30)
+    assert r.returncode == 1 and "a model named 'models-together' cannot be profiled" in r.stderr

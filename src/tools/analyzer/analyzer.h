@@ -12,6 +12,8 @@
  *                       (perf_measure, in-process), Model Analyzer's early exit
  *   analyzer_result.c   constraints, objectives, the best variant and the sentence saying why;
  *                       the CSV files and the checkpoint a later run resumes from
+ *   analyzer_multi.c    several models served together: combinations of each one's best
+ *                       variants measured with all of them under load at once
  *
  * Data flows one way: options -> variants -> runs (measurements) -> choice -> outputs.
  */
@@ -51,6 +53,8 @@ typedef struct {
     bool override_out;
     bool quick;              /* --run-config-search-mode quick */
     bool search_disable;     /* --run-config-search-disable: the default config only */
+    bool together;           /* --run-config-profile-models-concurrently-enable */
+    int num_configs;         /* --num-configs-per-model: candidates per model together */
     bool refine[AZ_TUNE_COUNT]; /* --run-config-search-refine: what is tried on the best */
     uint64_t min_conc, max_conc;
     int min_inst, max_inst, min_mbs, max_mbs;
@@ -84,6 +88,16 @@ bool az_server_exited(az_server_t *s, unsigned wait_ms, char *how, size_t len);
 /* Local mode: a new server (the old one stopped if it still runs), its log appended to the
  * same file. */
 NR_MUST_CHECK nr_status_t *az_server_restart(az_server_t *s, const az_opts_t *o);
+/* Local mode: each variant is measured on a server that has loaded nothing before it, as
+ * Model Analyzer restarts its server for each: no earlier variant's threads, caches or
+ * freed-but-kept memory skew its figures (a restart costs a fraction of a second). False when
+ * no server could be started (said on stderr). */
+bool az_server_fresh(az_server_t *s, const az_opts_t *o);
+/* After a run of `what`: a server that ended during it (a variant that crashes it, the
+ * kernel's OOM killer) fails that run alone (*error says so) and a new server takes over
+ * (*down set when none could be started). True when it had ended. */
+bool az_server_check(az_server_t *s, const az_opts_t *o, const char *what, char **error,
+                     bool *down);
 /* POST .../load, with {"parameters":{"config":<config_json>}} when config_json is given. */
 NR_MUST_CHECK nr_status_t *az_server_load(az_server_t *s, const char *model,
                                           const char *config_json);
@@ -129,6 +143,10 @@ NR_MUST_CHECK nr_status_t *az_variant_tuned(const char *model, const char *base_
                                             const az_variant_t *from, az_tune_t tune,
                                             size_t index, az_variant_t *v);
 void az_variants_free(az_variant_t *v, size_t n);
+/* A copy of from (its own config_json). */
+void az_variant_copy(az_variant_t *to, const az_variant_t *from);
+/* Whether a and b are the same settings (the same config). */
+bool az_variant_same(const az_variant_t *a, const az_variant_t *b);
 /* A short description: "2 instances, max_batch_size 8, dynamic batching". */
 void az_variant_describe(const az_variant_t *v, char *out, size_t len);
 /* Writes <dir>/<dir_name>/ with config.pbtxt (its name set to dir_name) and the model's
@@ -195,6 +213,13 @@ void az_explain(const az_opts_t *o, const az_variant_t *vs, const az_run_t *runs
 NR_MUST_CHECK nr_status_t *az_write_csv(const az_opts_t *o, const char *model,
                                         const az_variant_t *vs, const az_run_t *runs, size_t n,
                                         bool first);
+/* The same rows into <export-path>/results/<file>, each row starting with prefix and the
+ * header with head (the models-together file's columns before Model Analyzer's); the header
+ * is written when first (the file started anew) or the file is new. */
+NR_MUST_CHECK nr_status_t *az_write_csv_rows(const az_opts_t *o, const char *file,
+                                             const char *head, const char *prefix,
+                                             const char *model, const az_variant_t *vs,
+                                             const az_run_t *runs, size_t n, bool first);
 /* The checkpoint: every finished run of a model, to resume an interrupted profile. */
 NR_MUST_CHECK nr_status_t *az_checkpoint_save(const az_opts_t *o, const char *model,
                                               const az_variant_t *vs, const az_run_t *runs,
@@ -229,6 +254,46 @@ void az_results_free(az_results_t *r);
 
 /* mkdir -p */
 NR_MUST_CHECK nr_status_t *az_mkdirs(const char *path);
+
+/* ---- analyzer_multi.c ---- */
+
+/* One model's candidates for serving with the others: its best variants measured alone, best
+ * first (at most --num-configs-per-model), and its default config (added when it is not among
+ * them). */
+typedef struct {
+    const char *model;
+    az_variant_t *vs;
+    size_t n;
+} az_cands_t;
+
+/* --run-config-profile-models-concurrently-enable: combinations of the models' candidates
+ * measured with all of them loaded and under load at once, the best under the constraints
+ * and objectives chosen (each model's candidate in it written as <model>/), the rows in
+ * <export-path>/results/metrics-models-together.csv. False when nothing met the constraints
+ * or the outputs could not be written. */
+bool az_profile_together(const az_opts_t *o, az_server_t *s, const az_cands_t *c, size_t n);
+
+/* The name of the models-together files: <checkpoint-directory>/models-together.ckpt,
+ * <export-path>/results/models-together.json, .../metrics-models-together.csv and
+ * reports/summaries/models-together/ (a model of that name cannot be profiled together). */
+#define AZ_TOGETHER "models-together"
+/* The combinations measured (combos[k]: combination k's run of each model, whose variant
+ * indexes that model's candidates) as the checkpoint (results false) or the results file
+ * with the best combination, its level and the sentence; the file's path into path. */
+NR_MUST_CHECK nr_status_t *az_together_save(const az_opts_t *o, bool results,
+                                            const az_cands_t *c, size_t n,
+                                            az_run_t *const *combos, size_t n_combos,
+                                            ssize_t best, uint64_t best_conc, const char *why,
+                                            char *path, size_t path_len);
+/* Either file read back: one az_results_t per model, run k of each being combination k (its
+ * variant's config, name and description), best_run the best combination. *out is malloc'd
+ * (even on an error: free each, then it). */
+NR_MUST_CHECK nr_status_t *az_together_load(const char *path, az_results_t **out, size_t *n);
+/* <export-path>/reports/summaries/models-together/result_summary.html from those results:
+ * per model, its throughput against p99 in each combination; memory per combination; every
+ * measurement. */
+NR_MUST_CHECK nr_status_t *az_report_together(const char *export_path, az_results_t *per_model,
+                                              size_t n, char *out, size_t out_len);
 
 /* ---- analyzer_yaml.c ---- */
 

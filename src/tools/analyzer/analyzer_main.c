@@ -46,11 +46,13 @@ static const char usage_text[] =
     "         [--triton-http-endpoint <host:port>]\n"
     "         [--measurement-interval <ms>] [--measurement-request-count <n>]\n"
     "         [--max-trials <n>] [--stability-percentage <pct>] [-v]\n"
+    "         [--run-config-profile-models-concurrently-enable] [--num-configs-per-model <n>]\n"
     "Model Analyzer's flag names (docs/analyzer.md). report rebuilds the HTML reports\n"
     "(<export-path>/reports/summaries/<model>/result_summary.html) from\n"
     "<export-path>/results/<model>.json.\n"
     "-f: Model Analyzer's YAML keys for these flags, and its constraints mapping.\n"
-    "Not yet: several models measured together.\n";
+    "--run-config-profile-models-concurrently-enable: after each model alone, combinations of\n"
+    "their best variants measured with all the models loaded and under load at once.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -122,7 +124,7 @@ enum {
     OPT_REPO = 256, OPT_MODELS, OPT_OUT, OPT_OVERRIDE, OPT_MODE, OPT_DISABLE, OPT_MIN_CONC,
     OPT_MAX_CONC, OPT_MIN_INST, OPT_MAX_INST, OPT_MIN_MBS, OPT_MAX_MBS, OPT_LAT, OPT_THR, OPT_MEM,
     OPT_OBJ, OPT_PROTO, OPT_LAUNCH, OPT_SERVER, OPT_ENDPOINT, OPT_INTERVAL, OPT_COUNT, OPT_TRIALS,
-    OPT_STAB, OPT_REFINE,
+    OPT_STAB, OPT_REFINE, OPT_TOGETHER, OPT_NUM_CONFIGS,
 };
 
 static const struct option long_opts[] = {
@@ -155,6 +157,8 @@ static const struct option long_opts[] = {
     {"max-trials", required_argument, NULL, OPT_TRIALS},
     {"stability-percentage", required_argument, NULL, OPT_STAB},
     {"run-config-search-refine", required_argument, NULL, OPT_REFINE},
+    {"run-config-profile-models-concurrently-enable", no_argument, NULL, OPT_TOGETHER},
+    {"num-configs-per-model", required_argument, NULL, OPT_NUM_CONFIGS},
     {"verbose", no_argument, NULL, 'v'},
     {"config-file", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
@@ -210,6 +214,7 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
     o->request_count = 50;
     o->max_trials = 10;
     o->stability = 0.10;
+    o->num_configs = 3;
     for (int k = AZ_TUNE_NONE + 1; k < AZ_TUNE_COUNT; k++)
         o->refine[k] = true;
     const char *models = NULL;
@@ -291,6 +296,10 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
         case OPT_TRIALS: o->max_trials = (int)parse_num("--max-trials", optarg, 1); break;
         case OPT_STAB: o->stability = parse_num("--stability-percentage", optarg, 0) / 100; break;
         case OPT_REFINE: parse_refine(o, optarg); break;
+        case OPT_TOGETHER: o->together = true; break;
+        case OPT_NUM_CONFIGS:
+            o->num_configs = (int)parse_num("--num-configs-per-model", optarg, 1);
+            break;
         case 'v': o->verbose = true; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: usage_error("unknown option (see above)%s", "");
@@ -308,6 +317,10 @@ static void parse_args(int argc, char **argv, az_opts_t *o)
         usage_error("a --run-config-search-max-* value is below its min-*%s", "");
     char *s = nr_strdup(models), *save = NULL;
     for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->together && strcmp(t, AZ_TOGETHER) == 0)
+            usage_error("a model named '%s' cannot be profiled with "
+                        "--run-config-profile-models-concurrently-enable (the name of its files)",
+                        t);
         o->models = nr_realloc(o->models, (o->n_models + 1) * sizeof(char *));
         o->models[o->n_models++] = nr_strdup(t);
     }
@@ -374,41 +387,6 @@ static void progress(az_profile_t *p, const az_variant_t *v, uint64_t c0, uint64
                 conc);
 }
 
-/* Local mode: each variant is measured on a server that has loaded nothing before it, as
- * Model Analyzer restarts its server for each: no earlier variant's threads, caches or
- * freed-but-kept memory skew this one's figures. A restart costs a fraction of a second. */
-static void fresh_server(az_profile_t *p)
-{
-    if (p->s->pid <= 0 || p->s->loads == 0)
-        return;
-    nr_status_t *st = az_server_restart(p->s, p->o);
-    if (st) {
-        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
-        nr_status_free(st);
-        p->server_down = true;
-    }
-}
-
-/* After a run: a server that ended during it (a variant that crashes it, the kernel's OOM
- * killer) fails that run alone; a new server takes over for the next ones. */
-static void server_check(az_profile_t *p, az_run_t *r)
-{
-    char how[128];
-    if (!az_server_exited(p->s, r->error ? 2000 : 0, how, sizeof(how)))
-        return;
-    free(r->error);
-    r->error = nr_asprintf("the server ended during this run (%s; its log: %s)", how,
-                           p->s->log_path);
-    fprintf(stderr, "nereid-analyzer: the server ended (%s) while %s was measured; "
-            "starting a new one\n", how, p->vs[r->variant].name);
-    nr_status_t *st = az_server_restart(p->s, p->o);
-    if (st) {
-        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
-        nr_status_free(st);
-        p->server_down = true;
-    }
-}
-
 /* The index in p->runs of variant i's run over [c0, c1]: from this profile, from the
  * checkpoint, or measured now (and the checkpoint saved). */
 static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
@@ -433,7 +411,8 @@ static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
             return p->nr++;
         }
     }
-    fresh_server(p);
+    if (!az_server_fresh(p->s, p->o))
+        p->server_down = true;
     progress(p, &p->vs[i], c0, c1);
     if (p->server_down) {
         memset(r, 0, sizeof(*r));
@@ -444,7 +423,7 @@ static size_t run_of(az_profile_t *p, size_t i, uint64_t c0, uint64_t c1)
         r->error = nr_strdup("not measured: the server could not be restarted");
     } else {
         az_run_variant(p->o, p->s, p->model, &p->vs[i], i, c0, c1, r);
-        server_check(p, r);
+        az_server_check(p->s, p->o, p->vs[i].name, &r->error, &p->server_down);
     }
     if (r->error)
         fprintf(stderr, "nereid-analyzer: %s: %s\n", p->vs[i].name, r->error);
@@ -621,22 +600,33 @@ static nr_status_t *quick(az_profile_t *p)
     return st;
 }
 
-/* The HTML report of a results file. */
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The HTML report of a results file (a model's, or the models-together one). */
 static nr_status_t *write_report(const char *export_path, const char *results, char *out,
                                  size_t len)
 {
+    if (has_suffix(results, "/" AZ_TOGETHER ".json")) {
+        az_results_t *pm;
+        size_t n;
+        nr_status_t *st = az_together_load(results, &pm, &n);
+        if (st == NULL)
+            st = az_report_together(export_path, pm, n, out, len);
+        for (size_t i = 0; i < n; i++)
+            az_results_free(&pm[i]);
+        free(pm);
+        return st;
+    }
     az_results_t r;
     nr_status_t *st = az_results_load(results, &r);
     if (st == NULL)
         st = az_report_write(export_path, &r, out, len);
     az_results_free(&r);
     return st;
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n > k && strcmp(s + n - k, suffix) == 0;
 }
 
 /* nereid-analyzer report: each model's report again from its results file (the models of
@@ -681,8 +671,43 @@ static int run_report(const az_opts_t *o)
     return rc;
 }
 
-/* One model's profile; false when it could not be profiled or nothing met the constraints. */
-static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
+/* The model's candidates for serving together: its best variants alone, best first, and its
+ * default. */
+static void candidates(const az_profile_t *p, az_cands_t *c)
+{
+    const az_opts_t *o = p->o;
+    c->model = p->model;
+    c->vs = nr_calloc((size_t)o->num_configs + 1, sizeof(*c->vs));
+    c->n = 0;
+    bool have_default = false;
+    for (int k = 0; k < o->num_configs; k++) {
+        ssize_t pick = -1;
+        for (size_t i = 0; i < p->nr; i++) {
+            const az_variant_t *v = &p->vs[p->runs[i].variant];
+            bool taken = false;
+            for (size_t j = 0; j < c->n; j++)
+                taken |= az_variant_same(&c->vs[j], v);
+            if (!taken && az_best_point(o, &p->runs[i]) != NULL &&
+                (pick < 0 || better(o, &p->runs[i], &p->runs[pick])))
+                pick = (ssize_t)i;
+        }
+        if (pick < 0)
+            break;
+        const az_variant_t *v = &p->vs[p->runs[pick].variant];
+        have_default |= v->is_default;
+        az_variant_copy(&c->vs[c->n++], v);
+    }
+    for (size_t i = 0; i < p->nr && !have_default; i++) /* measured, even if it failed */
+        if (p->vs[p->runs[i].variant].is_default && p->runs[i].error == NULL) {
+            az_variant_copy(&c->vs[c->n++], &p->vs[p->runs[i].variant]);
+            have_default = true;
+        }
+}
+
+/* One model's profile; false when it could not be profiled or nothing met the constraints.
+ * With cands, the model's candidates for serving together (none when it failed). */
+static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model,
+                          az_cands_t *cands)
 {
     az_profile_t p = {.o = o, .s = s, .model = model, .started = now_s()};
     char *base = NULL;
@@ -757,6 +782,8 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model)
         nr_status_free(st);
         ok = false;
     }
+    if (cands && ok)
+        candidates(&p, cands);
     size_t points = 0;
     for (size_t i = 0; i < p.nr; i++)
         points += p.runs[i].n_pts;
@@ -802,9 +829,26 @@ int main(int argc, char **argv)
         nr_status_free(st);
         rc = AZ_EXIT_ERROR;
     } else {
-        for (size_t i = 0; i < o.n_models; i++) /* a model that fails leaves the others */
-            if (!profile_model(&o, &s, o.models[i]))
+        az_cands_t *cands = o.together ? nr_calloc(o.n_models, sizeof(*cands)) : NULL;
+        size_t together = 0; /* the models with candidates */
+        for (size_t i = 0; i < o.n_models; i++) { /* a model that fails leaves the others */
+            if (!profile_model(&o, &s, o.models[i], cands ? &cands[together] : NULL))
                 rc = AZ_EXIT_ERROR;
+            if (cands && cands[together].n > 0) {
+                together++;
+            } else if (cands) {
+                free(cands[together].vs);
+                cands[together].vs = NULL;
+            }
+        }
+        if (cands && together < o.n_models)
+            fprintf(stderr, "nereid-analyzer: together: not measured: %zu of the %zu models "
+                    "have no variant that served\n", o.n_models - together, o.n_models);
+        else if (cands && together > 1 && !az_profile_together(&o, &s, cands, together))
+            rc = AZ_EXIT_ERROR;
+        for (size_t i = 0; cands && i < o.n_models; i++)
+            az_variants_free(cands[i].vs, cands[i].n);
+        free(cands);
     }
     az_server_stop(&s);
     if (grpc)

@@ -46,6 +46,17 @@ static void variants_of(const az_results_t *r, variants_t *v)
     }
 }
 
+/* The width in pixels that the longest variant name takes at font-size 12 (about 7 a
+ * character), and at least min. */
+static double names_width(const variants_t *v, double min)
+{
+    size_t longest = 0;
+    for (size_t k = 0; k < v->n; k++)
+        longest = strlen(v->names[k]) > longest ? strlen(v->names[k]) : longest;
+    double w = 7.0 * (double)longest + 16;
+    return w > min ? w : min;
+}
+
 static bool is_best_variant(const az_results_t *r, const variants_t *v, size_t run)
 {
     return r->best_run >= 0 && v->vi[run] == v->vi[r->best_run];
@@ -114,9 +125,13 @@ static void plot_run(nr_buf_t *b, const perf_svg_t *f, const az_results_t *r,
     }
 }
 
-static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v)
+/* id: the suffix of the plot's element ids ("" on a model's page; the model's index on the
+ * models-together page, which has a plot per model). */
+static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v,
+                         const char *id)
 {
-    perf_svg_t f = {.W = 980, .H = 480, .L = 80, .R = 300, .T = 20, .B = 60};
+    double legend = names_width(v, 250) + 50; /* right of the plot */
+    perf_svg_t f = {.W = 680 + legend, .H = 480, .L = 80, .R = legend, .T = 20, .B = 60};
     double xmax = 0, ymax = 0;
     for (size_t i = 0; i < r->n; i++)
         for (size_t j = 0; j < r->runs[i].run.n_pts; j++) {
@@ -124,9 +139,9 @@ static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v
             xmax = p->p99_ms > xmax ? p->p99_ms : xmax;
             ymax = p->throughput > ymax ? p->throughput : ymax;
         }
-    nr_buf_printf(b, "<svg id=\"latency\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+    nr_buf_printf(b, "<svg id=\"latency%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
                   "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", f.W, f.H);
+                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", id, f.W, f.H);
     perf_svg_frame(b, &f, xmax, ymax, "p99 latency (ms)", "throughput (infer/s)");
     for (int pass = 0; pass < 2; pass++) /* the recommended variant last, on top */
         for (size_t run = 0; run < r->n; run++)
@@ -134,8 +149,8 @@ static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v
                 plot_run(b, &f, r, v, run);
     const az_point_t **front;
     size_t nf = pareto(r, &front);
-    nr_buf_puts(b, "<polyline id=\"pareto\" fill=\"none\" stroke=\"black\" stroke-width=\"1.2\" "
-                "stroke-dasharray=\"5,4\" points=\"");
+    nr_buf_printf(b, "<polyline id=\"pareto%s\" fill=\"none\" stroke=\"black\" "
+                  "stroke-width=\"1.2\" stroke-dasharray=\"5,4\" points=\"", id);
     for (size_t i = 0; i < nf; i++)
         nr_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", perf_svg_x(&f, front[i]->p99_ms),
                       perf_svg_y(&f, front[i]->throughput));
@@ -147,10 +162,11 @@ static void plot_latency(nr_buf_t *b, const az_results_t *r, const variants_t *v
             if (ru->pts[j].concurrency == r->best_concurrency) {
                 double x = perf_svg_x(&f, ru->pts[j].p99_ms);
                 double y = perf_svg_y(&f, ru->pts[j].throughput);
-                nr_buf_printf(b, "<circle id=\"recommended\" cx=\"%.1f\" cy=\"%.1f\" r=\"11\" "
-                              "fill=\"none\" stroke=\"" BEST_COLOR "\" stroke-width=\"3\"/>"
-                              "<text x=\"%.1f\" y=\"%.1f\" fill=\"" BEST_COLOR "\" "
-                              "font-weight=\"bold\">recommended</text>\n", x, y, x + 14, y - 12);
+                nr_buf_printf(b, "<circle id=\"recommended%s\" cx=\"%.1f\" cy=\"%.1f\" "
+                              "r=\"11\" fill=\"none\" stroke=\"" BEST_COLOR "\" "
+                              "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\" fill=\""
+                              BEST_COLOR "\" font-weight=\"bold\">recommended</text>\n", id, x,
+                              y, x + 14, y - 12);
                 break;
             }
     }
@@ -188,7 +204,7 @@ static void plot_memory(nr_buf_t *b, const az_results_t *r, const variants_t *v)
         max = peak[k] > max ? peak[k] : max;
         max = load[k] > max ? load[k] : max;
     }
-    const double L = 220, W = 980, R = 120, row = 34;
+    const double L = names_width(v, 220), W = L + 760, R = 120, row = 34;
     double H = 50 + row * (double)v->n;
     double scale = max > 0 ? (W - L - R) / max : 0;
     nr_buf_printf(b, "<svg id=\"memory\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
@@ -217,9 +233,11 @@ static void plot_memory(nr_buf_t *b, const az_results_t *r, const variants_t *v)
     free(peak);
 }
 
-static void table(nr_buf_t *b, const az_results_t *r, const variants_t *v)
+/* first: the first column's heading (what the runs' names are) */
+static void table(nr_buf_t *b, const az_results_t *r, const variants_t *v, const char *first)
 {
-    nr_buf_puts(b, "<table>\n<tr><th>Model Config Path</th><th>Settings</th><th>Concurrency</th>"
+    nr_buf_printf(b, "<table>\n<tr><th>%s</th><th>Settings</th><th>Concurrency</th>", first);
+    nr_buf_puts(b, ""
                 "<th>Throughput (infer/sec)</th><th>p99 Latency (ms)</th><th>p50 Latency (ms)"
                 "</th><th>Server Queue (ms)</th><th>Server Compute Infer (ms)</th>"
                 "<th>Max CPU Memory Usage (MB)</th><th>Model Load Memory (MB)</th>"
@@ -251,46 +269,131 @@ static void table(nr_buf_t *b, const az_results_t *r, const variants_t *v)
     nr_buf_puts(b, "</table>\n");
 }
 
-nr_status_t *az_report_write(const char *export_path, const az_results_t *r, char *out,
-                             size_t out_len)
+/* The page's head, its style and the title as <h1>. */
+static void page_head(nr_buf_t *b, const char *title)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s/reports/summaries/%s", export_path, r->model);
-    nr_status_t *st = az_mkdirs(dir);
-    if (st)
-        return st;
-    snprintf(out, out_len, "%s/result_summary.html", dir);
-    variants_t v;
-    variants_of(r, &v);
-    nr_buf_t b;
-    nr_buf_init(&b);
-    nr_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    nr_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                 "<title>nereid-analyzer: ");
-    perf_svg_xml(&b, r->model);
-    nr_buf_puts(&b, "</title>\n<style>\nbody{font-family:sans-serif;margin:24px;color:#222}\n"
+    perf_svg_xml(b, title);
+    nr_buf_puts(b, "</title>\n<style>\nbody{font-family:sans-serif;margin:24px;color:#222}\n"
                 "table{border-collapse:collapse;font-size:13px}\n"
                 "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
                 "td:first-child,td:nth-child(2),th{text-align:left}\n"
                 "tr.recommended{background:#fde0dd;font-weight:bold}\n"
                 "tr.error{background:#eee}\n.why{font-size:16px;max-width:980px}\n"
                 "</style></head><body>\n<h1>");
-    perf_svg_xml(&b, r->model);
-    nr_buf_puts(&b, ": nereid-analyzer profile</h1>\n<p class=\"why\">");
-    perf_svg_xml(&b, r->why ? r->why : "");
+    perf_svg_xml(b, title);
+    nr_buf_puts(b, "</h1>\n<p class=\"why\">");
+}
+
+static size_t points_of(const az_results_t *r)
+{
     size_t points = 0;
     for (size_t i = 0; i < r->n; i++)
         points += r->runs[i].run.n_pts;
+    return points;
+}
+
+/* <export-path>/reports/summaries/<name>/result_summary.html: its folder made, its path into
+ * out. */
+static nr_status_t *report_path(const char *export_path, const char *name, char *out,
+                                size_t out_len)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/reports/summaries/%s", export_path, name);
+    snprintf(out, out_len, "%s/result_summary.html", dir);
+    return az_mkdirs(dir);
+}
+
+nr_status_t *az_report_write(const char *export_path, const az_results_t *r, char *out,
+                             size_t out_len)
+{
+    nr_status_t *st = report_path(export_path, r->model, out, out_len);
+    if (st)
+        return st;
+    variants_t v;
+    variants_of(r, &v);
+    nr_buf_t b;
+    nr_buf_init(&b);
+    char *title = nr_asprintf("%s: nereid-analyzer profile", r->model);
+    page_head(&b, title);
+    free(title);
+    perf_svg_xml(&b, r->why ? r->why : "");
     nr_buf_printf(&b, "</p>\n<p>%zu variants, %zu runs, %zu measurements.</p>\n"
-                  "<h2>Throughput against p99 latency</h2>\n", v.n, r->n, points);
-    plot_latency(&b, r, &v);
+                  "<h2>Throughput against p99 latency</h2>\n", v.n, r->n, points_of(r));
+    plot_latency(&b, r, &v, "");
     nr_buf_puts(&b, "<h2>Memory per variant</h2>\n");
     plot_memory(&b, r, &v);
     nr_buf_puts(&b, "<h2>Every measurement</h2>\n");
-    table(&b, r, &v);
+    table(&b, r, &v, "Model Config Path");
     nr_buf_puts(&b, "</body></html>\n");
     st = perf_write_file(out, &b);
     nr_buf_free(&b);
     free(v.names);
     free(v.vi);
+    return st;
+}
+
+nr_status_t *az_report_together(const char *export_path, az_results_t *pm, size_t n, char *out,
+                                size_t out_len)
+{
+    nr_status_t *st = report_path(export_path, AZ_TOGETHER, out, out_len);
+    if (st)
+        return st;
+    /* each combination's name, "2: a_config_0 + b_config_default", as every model's run name */
+    for (size_t k = 0; k < pm[0].n; k++) {
+        nr_buf_t name;
+        nr_buf_init(&name);
+        nr_buf_printf(&name, "%zu: ", k);
+        for (size_t i = 0; i < n; i++)
+            nr_buf_printf(&name, "%s%s", i ? " + " : "", pm[i].runs[k].name ? pm[i].runs[k].name
+                                                                            : "?");
+        for (size_t i = 0; i < n; i++) {
+            free(pm[i].runs[k].name);
+            pm[i].runs[k].name = nr_strndup(name.data, name.len);
+        }
+        nr_buf_free(&name);
+    }
+    variants_t *v = nr_calloc(n, sizeof(*v));
+    nr_buf_t b, title;
+    nr_buf_init(&b);
+    nr_buf_init(&title);
+    size_t points = 0;
+    for (size_t i = 0; i < n; i++) {
+        variants_of(&pm[i], &v[i]);
+        nr_buf_printf(&title, "%s%s", i ? " + " : "", pm[i].model);
+        points += points_of(&pm[i]);
+    }
+    nr_buf_puts(&title, ": nereid-analyzer, the models served together");
+    page_head(&b, title.data);
+    perf_svg_xml(&b, pm[0].why ? pm[0].why : "");
+    nr_buf_printf(&b, "</p>\n<p>%zu combinations, %zu measurements (every model of a "
+                  "combination loaded in one server and under load at the same time).</p>\n",
+                  pm[0].n, points);
+    for (size_t i = 0; i < n; i++) {
+        char id[24];
+        snprintf(id, sizeof(id), "%zu", i);
+        nr_buf_puts(&b, "<h2>");
+        perf_svg_xml(&b, pm[i].model);
+        nr_buf_puts(&b, ": throughput against p99 latency beside the others</h2>\n");
+        plot_latency(&b, &pm[i], &v[i], id);
+    }
+    nr_buf_puts(&b, "<h2>Memory per combination (the server with all the models)</h2>\n");
+    plot_memory(&b, &pm[0], &v[0]);
+    for (size_t i = 0; i < n; i++) {
+        nr_buf_puts(&b, "<h2>");
+        perf_svg_xml(&b, pm[i].model);
+        nr_buf_puts(&b, ": every measurement</h2>\n");
+        table(&b, &pm[i], &v[i], "Combination");
+    }
+    nr_buf_puts(&b, "</body></html>\n");
+    st = perf_write_file(out, &b);
+    nr_buf_free(&b);
+    nr_buf_free(&title);
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].names);
+        free(v[i].vi);
+    }
+    free(v);
     return st;
 }

@@ -172,25 +172,33 @@ nr_status_t *az_mkdirs(const char *path)
 nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_variant_t *vs,
                           const az_run_t *runs, size_t n, bool first)
 {
+    return az_write_csv_rows(o, "metrics-model-inference.csv", "", "", model, vs, runs, n,
+                             first);
+}
+
+nr_status_t *az_write_csv_rows(const az_opts_t *o, const char *file, const char *head,
+                               const char *prefix, const char *model, const az_variant_t *vs,
+                               const az_run_t *runs, size_t n, bool first)
+{
     char dir[PATH_MAX], path[PATH_MAX + 40];
     snprintf(dir, sizeof(dir), "%s/results", o->export_path);
     nr_status_t *st = az_mkdirs(dir);
     if (st)
         return st;
-    snprintf(path, sizeof(path), "%s/metrics-model-inference.csv", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
     struct stat sb;
     bool header = first || stat(path, &sb) != 0 || sb.st_size == 0;
     FILE *f = fopen(path, first ? "w" : "a");
     if (f == NULL)
         return nr_status_new(NR_INVALID_ARG, "cannot write %s: %s", path, strerror(errno));
     if (header)
-        fprintf(f, "Model,Batch,Concurrency,Model Config Path,Instance Group,Max Batch Size,"
+        fprintf(f, "%sModel,Batch,Concurrency,Model Config Path,Instance Group,Max Batch Size,"
                    "Satisfies Constraints,Throughput (infer/sec),p99 Latency (ms),"
                    "p95 Latency (ms),p90 Latency (ms),p50 Latency (ms),Avg Latency (ms),"
                    "Client Response Wait (ms),Server Queue (ms),Server Compute Input (ms),"
                    "Server Compute Infer (ms),Server Compute Output (ms),"
                    "Max CPU Memory Usage (MB),Model Load Memory (MB),Server CPU (cores),"
-                   "Stable,Error\n");
+                   "Stable,Error\n", head);
     for (size_t i = 0; i < n; i++) {
         const az_run_t *r = &runs[i];
         const az_variant_t *v = &vs[r->variant];
@@ -198,8 +206,8 @@ nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_varian
         int mbs;
         groups_of(v, groups, sizeof(groups), &mbs);
         if (r->error) { /* one row saying why the variant has no measurements */
-            fprintf(f, "%s,%d,,%s,%s,%d,No,,,,,,,,,,,,,,,,\"", model, o->batch, v->name, groups,
-                    mbs);
+            fprintf(f, "%s%s,%d,,%s,%s,%d,No,,,,,,,,,,,,,,,,\"", prefix, model, o->batch, v->name,
+                    groups, mbs);
             for (const char *c = r->error; *c; c++)
                 fputs(*c == '"' ? "\"\"" : *c == '\n' ? " " : (char[2]){*c, 0}, f);
             fputs("\"\n", f);
@@ -207,8 +215,8 @@ nr_status_t *az_write_csv(const az_opts_t *o, const char *model, const az_varian
         }
         for (size_t k = 0; k < r->n_pts; k++) {
             const az_point_t *p = &r->pts[k];
-            fprintf(f, "%s,%d,%llu,%s,%s,%d,%s,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                       "%.3f,%.3f,%.1f,", model, o->batch, (unsigned long long)p->concurrency,
+            fprintf(f, "%s%s,%d,%llu,%s,%s,%d,%s,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+                       "%.3f,%.3f,%.1f,", prefix, model, o->batch, (unsigned long long)p->concurrency,
                     v->name, groups, mbs, az_satisfies(o, r, p) ? "Yes" : "No", p->throughput,
                     p->p99_ms, p->p95_ms, p->p90_ms, p->p50_ms, p->avg_ms, p->wait_ms,
                     p->queue_ms, p->input_ms, p->infer_ms, p->output_ms, p->mem_mb);
@@ -359,6 +367,43 @@ static void read_run(const nr_jv_t *e, az_saved_run_t *sv)
     }
 }
 
+/* One model's results from obj (its model and runs) and top (the best run and the why: the
+ * same object, or the models-together file's top). */
+static void read_results(const nr_jv_t *obj, const nr_jv_t *top, az_results_t *out)
+{
+    out->model = str_of(nr_jv_get(obj, "model"));
+    out->why = str_of(nr_jv_get(top, "why"));
+    const nr_jv_t *best = nr_jv_get(top, "best");
+    if (best && best->type == NR_JV_OBJECT) {
+        out->best_run = (ssize_t)num(nr_jv_get(best, "run"));
+        out->best_concurrency = (uint64_t)num(nr_jv_get(best, "concurrency"));
+    }
+    const nr_jv_t *rs = nr_jv_get(obj, "runs");
+    for (size_t i = 0; rs && rs->type == NR_JV_ARRAY && i < rs->n; i++) {
+        const nr_jv_t *e = &rs->u.items[i];
+        if (nr_jv_get(e, "config") == NULL || nr_jv_get(e, "config")->type != NR_JV_STRING)
+            continue;
+        out->runs = nr_realloc(out->runs, (out->n + 1) * sizeof(*out->runs));
+        read_run(e, &out->runs[out->n++]);
+    }
+    if (out->best_run >= (ssize_t)out->n)
+        out->best_run = -1;
+}
+
+/* The file's JSON document (*doc freed by the caller); st names the file. */
+static nr_status_t *read_json(const char *path, nr_buf_t *b, nr_json_doc_t **doc,
+                              const nr_jv_t **root)
+{
+    if (nr_buf_read_file(b, path, (size_t)1 << 30) != 0)
+        return nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", path, strerror(errno));
+    nr_status_t *st = nr_json_parse(b->data, b->len, doc, root);
+    if (st == NULL)
+        return NULL;
+    nr_status_t *named = nr_status_new(st->code, "%s: %s", path, st->msg);
+    nr_status_free(st);
+    return named;
+}
+
 nr_status_t *az_results_load(const char *path, az_results_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -367,37 +412,13 @@ nr_status_t *az_results_load(const char *path, az_results_t *out)
     nr_buf_init(&b);
     nr_json_doc_t *doc = NULL;
     const nr_jv_t *root;
-    nr_status_t *st = NULL;
-    if (nr_buf_read_file(&b, path, (size_t)1 << 30) != 0) {
-        st = nr_status_new(NR_INVALID_ARG, "cannot read %s: %s", path, strerror(errno));
+    nr_status_t *st = read_json(path, &b, &doc, &root);
+    if (st)
         goto out;
-    }
-    if ((st = nr_json_parse(b.data, b.len, &doc, &root)) != NULL) {
-        nr_status_t *named = nr_status_new(st->code, "%s: %s", path, st->msg);
-        nr_status_free(st);
-        st = named;
-        goto out;
-    }
-    out->model = str_of(nr_jv_get(root, "model"));
-    out->why = str_of(nr_jv_get(root, "why"));
-    const nr_jv_t *best = nr_jv_get(root, "best");
-    if (best && best->type == NR_JV_OBJECT) {
-        out->best_run = (ssize_t)num(nr_jv_get(best, "run"));
-        out->best_concurrency = (uint64_t)num(nr_jv_get(best, "concurrency"));
-    }
-    const nr_jv_t *rs = nr_jv_get(root, "runs");
-    for (size_t i = 0; rs && rs->type == NR_JV_ARRAY && i < rs->n; i++) {
-        const nr_jv_t *e = &rs->u.items[i];
-        if (nr_jv_get(e, "config") == NULL || nr_jv_get(e, "config")->type != NR_JV_STRING)
-            continue;
-        out->runs = nr_realloc(out->runs, (out->n + 1) * sizeof(*out->runs));
-        read_run(e, &out->runs[out->n++]);
-    }
+    read_results(root, root, out);
     if (out->model == NULL)
         st = nr_status_new(NR_INVALID_ARG, "%s: not nereid-analyzer's results (no \"model\")",
                            path);
-    if (out->best_run >= (ssize_t)out->n)
-        out->best_run = -1;
 out:
     nr_json_free(doc);
     nr_buf_free(&b);
@@ -444,4 +465,76 @@ void az_saved_free(az_saved_run_t *s, size_t n)
         az_run_free(&s[i].run);
     }
     free(s);
+}
+
+/* ---- models together: <checkpoint-directory>/models-together.ckpt and
+ * <export-path>/results/models-together.json, one format: {"models":[{"model":m,"runs":[its
+ * run in each combination]}...],"best":...,"why":...} ---- */
+
+nr_status_t *az_together_save(const az_opts_t *o, bool results, const az_cands_t *c, size_t n,
+                              az_run_t *const *combos, size_t n_combos, ssize_t best,
+                              uint64_t best_conc, const char *why, char *path, size_t path_len)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    az_run_t *runs = nr_calloc(n_combos + 1, sizeof(*runs));
+    nr_buf_puts(&b, "{\"models\":[");
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < n_combos; k++)
+            runs[k] = combos[k][i]; /* shallow: run k's variant indexes c[i].vs */
+        nr_buf_puts(&b, i ? "," : "");
+        put_runs(&b, c[i].model, c[i].vs, runs, n_combos);
+        nr_buf_puts(&b, "}");
+    }
+    free(runs);
+    nr_buf_puts(&b, "]");
+    if (results) {
+        if (best >= 0)
+            nr_buf_printf(&b, ",\"best\":{\"run\":%zd,\"concurrency\":%llu}", best,
+                          (unsigned long long)best_conc);
+        else
+            nr_buf_puts(&b, ",\"best\":null");
+        nr_buf_puts(&b, ",\"why\":");
+        nr_buf_json_str(&b, why, strlen(why));
+    }
+    nr_buf_puts(&b, "}\n");
+    char dir[PATH_MAX];
+    if (results)
+        snprintf(dir, sizeof(dir), "%s/results", o->export_path);
+    else
+        snprintf(dir, sizeof(dir), "%s", o->checkpoint_dir);
+    snprintf(path, path_len, "%s/%s", dir, results ? AZ_TOGETHER ".json" : AZ_TOGETHER ".ckpt");
+    nr_status_t *st = write_atomic(dir, path, &b);
+    nr_buf_free(&b);
+    return st;
+}
+
+nr_status_t *az_together_load(const char *path, az_results_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    nr_buf_t b;
+    nr_buf_init(&b);
+    nr_json_doc_t *doc = NULL;
+    const nr_jv_t *root;
+    nr_status_t *st = read_json(path, &b, &doc, &root);
+    const nr_jv_t *ms = st ? NULL : nr_jv_get(root, "models");
+    if (st == NULL && (ms == NULL || ms->type != NR_JV_ARRAY || ms->n == 0))
+        st = nr_status_new(NR_INVALID_ARG, "%s: not nereid-analyzer's models-together results "
+                           "(no \"models\")", path);
+    for (size_t i = 0; st == NULL && i < ms->n; i++) {
+        *out = nr_realloc(*out, (*n + 1) * sizeof(**out));
+        az_results_t *r = &(*out)[(*n)++];
+        memset(r, 0, sizeof(*r));
+        r->best_run = -1;
+        read_results(&ms->u.items[i], root, r);
+        if (r->model == NULL)
+            st = nr_status_new(NR_INVALID_ARG, "%s: a model without its name", path);
+        else if (r->n != (*out)[0].n)
+            st = nr_status_new(NR_INVALID_ARG, "%s: the models have different numbers of runs",
+                               path);
+    }
+    nr_json_free(doc);
+    nr_buf_free(&b);
+    return st;
 }

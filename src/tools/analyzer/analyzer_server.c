@@ -376,3 +376,35 @@ uint64_t az_server_cpu_ns(const az_server_t *s)
     long hz = sysconf(_SC_CLK_TCK);
     return (utime + stime) * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100));
 }
+
+bool az_server_fresh(az_server_t *s, const az_opts_t *o)
+{
+    if (s->pid <= 0 || s->loads == 0)
+        return true;
+    nr_status_t *st = az_server_restart(s, o);
+    if (st == NULL)
+        return true;
+    fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+    nr_status_free(st);
+    return false;
+}
+
+bool az_server_check(az_server_t *s, const az_opts_t *o, const char *what, char **error,
+                     bool *down)
+{
+    char how[128];
+    if (!az_server_exited(s, *error ? 2000 : 0, how, sizeof(how)))
+        return false;
+    free(*error);
+    *error = nr_asprintf("the server ended during this run (%s; its log: %s)", how,
+                         s->log_path);
+    fprintf(stderr, "nereid-analyzer: the server ended (%s) while %s was measured; "
+            "starting a new one\n", how, what);
+    nr_status_t *st = az_server_restart(s, o);
+    if (st) {
+        fprintf(stderr, "nereid-analyzer: %s\n", st->msg);
+        nr_status_free(st);
+        *down = true;
+    }
+    return true;
+}

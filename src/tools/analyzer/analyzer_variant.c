@@ -243,6 +243,17 @@ void az_variants_free(az_variant_t *v, size_t n)
     free(v);
 }
 
+void az_variant_copy(az_variant_t *to, const az_variant_t *from)
+{
+    *to = *from;
+    to->config_json = nr_strdup(from->config_json);
+}
+
+bool az_variant_same(const az_variant_t *a, const az_variant_t *b)
+{
+    return a->is_default == b->is_default && strcmp(a->config_json, b->config_json) == 0;
+}
+
 void az_variant_describe(const az_variant_t *v, char *out, size_t len)
 {
     int k;
