@@ -250,6 +250,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/host_policy.py
 	$(PY) bench/accelerators.py
 	$(PY) bench/perf_tools.py
+	$(PY) bench/guide.py
 
 clean:
 	rm -rf $(BUILD)

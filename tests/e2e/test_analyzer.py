@@ -585,3 +585,58 @@ def test_models_together_need_every_model(simple_repo, tmp_path):
                               tmp_path / "e2", "--run-config-profile-models-concurrently-enable"),
                  timeout=30)
     assert r.returncode == 1 and "a model named 'models-together' cannot be profiled" in r.stderr
+
+
+def test_refinement_prefers_half_batches_and_pins_instances(simple_repo, tmp_path,
+                                                           server_factory):
+    """preferred-batch (a best that batches dynamically with max_batch_size >= 4: a batch
+    leaves once half full or after 500 us) and pin (host policies: on one NUMA node, the cores
+    split in as many sets as instances, a policy each) tried on the best variant; the pinned
+    config loads in a server given the flags the analyzer names, its instances on their
+    cores."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two cores")
+    if Path("/sys/devices/system/node/node1").exists():
+        pytest.skip("several NUMA nodes: one policy per node (not this machine class)")
+    r = analyzer(profile_args(simple_repo / "repo", "simple", tmp_path / "out",
+                              tmp_path / "export", "--run-config-search-max-concurrency", "2",
+                              "--run-config-search-min-instance-count", "2",
+                              "--run-config-search-max-instance-count", "2",
+                              "--run-config-search-min-model-batch-size", "4",
+                              "--run-config-search-max-model-batch-size", "4",
+                              "--run-config-search-refine", "preferred-batch,pin"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads((tmp_path / "export" / "results" / "simple.json").read_text())
+    assert all(run["error"] is None for run in res["runs"]), res["runs"]
+    plain = [run for run in res["runs"] if "preferred" not in run["description"] and
+             "pinned" not in run["description"]]
+    assert len(plain) == 2  # the default (2 instances here), 2 instances with max_batch_size 4
+    base = max(plain, key=lambda run: max(p[1] for p in run["points"]))["description"]
+    sets = [cpus[len(cpus) * i // 2:len(cpus) * (i + 1) // 2] for i in range(2)]
+    names = [f"cpus{s[0]}-{s[-1]}" for s in sets]
+    wanted = ([", preferred batch size half of max_batch_size, max queue delay 500 us"]
+              if "dynamic batching" in base else []) + [
+        ", pinned to host policies " + ", ".join(names)]
+    tuned = [run for run in res["runs"] if run not in plain]
+    assert [run["description"] for run in tuned] == [base + w for w in wanted]
+    out = tmp_path / "out"
+    pinned = tuned[-1]["name"]
+    cfg = (out / pinned / "config.pbtxt").read_text()
+    for n in names:
+        assert f'host_policy: "{n}"' in cfg, cfg
+    if len(tuned) == 2:
+        cfg = (out / tuned[0]["name"] / "config.pbtxt").read_text()
+        assert "preferred_batch_size: 2" in cfg and "max_queue_delay_microseconds: 500" in cfg
+    flags = [f"--host-policy={n},cpu-cores={s[0]}-{s[-1]}" for n, s in zip(names, sets)]
+    served = [d for d in out.iterdir() if d.name != pinned]
+    for d in served:
+        shutil.rmtree(d)
+    srv = server_factory([out], flags)
+    allowed = set()
+    for tid in os.listdir(f"/proc/{srv.proc.pid}/task"):
+        with open(f"/proc/{srv.proc.pid}/task/{tid}/status") as f:
+            allowed |= {ln.split(":\t", 1)[1].strip() for ln in f
+                        if ln.startswith("Cpus_allowed_list")}
+    for s in sets:  # each instance's threads on its own set
+        assert (f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0])) in allowed, allowed

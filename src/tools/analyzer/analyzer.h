@@ -29,10 +29,12 @@
 
 /* One setting tried on top of the best variant found (--run-config-search-refine):
  * OpenVINO as the CPU execution accelerator, a dynamic batcher's max queue delay of
- * AZ_QUEUE_DELAY_US, or nereid's intra_op_worker_nice parameter at AZ_WORKER_NICE (sessions
- * over all cores, workers at low priority: lower latency at low load). */
+ * AZ_QUEUE_DELAY_US, nereid's intra_op_worker_nice parameter at AZ_WORKER_NICE (sessions
+ * over all cores, workers at low priority: lower latency at low load), a preferred batch size
+ * of half max_batch_size with that queue delay (a batch leaves once half full, or when the
+ * delay passes), or the instances pinned with host policies (az_pin_layout). */
 typedef enum { AZ_TUNE_NONE, AZ_TUNE_OPENVINO, AZ_TUNE_QUEUE_DELAY, AZ_TUNE_WORKER_NICE,
-               AZ_TUNE_COUNT } az_tune_t;
+               AZ_TUNE_PREFERRED, AZ_TUNE_PIN, AZ_TUNE_COUNT } az_tune_t;
 #define AZ_QUEUE_DELAY_US 500
 #define AZ_WORKER_NICE 19
 #define AZ_STR_(x) #x
@@ -121,6 +123,8 @@ typedef struct {
     int max_batch_size;   /* -1: the model's own (default) */
     bool dynamic_batching;
     az_tune_t tune;
+    char pinned[256];     /* AZ_TUNE_PIN: its host policies' names, */
+    char pin_flags[768];  /* and the server flags that define them */
     char *config_json;    /* the load override (name = the model's) */
 } az_variant_t;
 
@@ -154,6 +158,23 @@ void az_variant_describe(const az_variant_t *v, char *out, size_t len);
 NR_MUST_CHECK nr_status_t *az_variant_write(const az_opts_t *o, const char *model,
                                             const az_variant_t *v, const char *dir,
                                             const char *dir_name);
+
+/* How n instances are pinned (AZ_TUNE_PIN): on a machine with several NUMA nodes, one host
+ * policy per node (numa-node and its cores; the instances round robin over the nodes, at most
+ * one node per instance); on one node, the cores this process may use split into min(n,
+ * cores) contiguous sets, a policy each ("cpus0-3"). Fills out (count: the instances of its
+ * group) and returns how many; 0 when pinning does not apply (fewer than two sets). */
+typedef struct {
+    char name[48];
+    char cpus[256]; /* cpu-cores */
+    int node;       /* numa-node; -1 on a single node */
+    int count;
+} az_policy_t;
+#define AZ_MAX_POLICIES 64
+size_t az_pin_layout(int instances, az_policy_t *out, size_t max);
+/* Appends the --host-policy flags that define them ("--host-policy=cpus0-0,cpu-cores=0",
+ * each malloc'd) to *argv, which grows with *argc; one already there is not added again. */
+void az_pin_flags(const az_policy_t *p, size_t n, char ***argv, size_t *argc);
 
 /* ---- analyzer_run.c ---- */
 

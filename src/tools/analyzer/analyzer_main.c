@@ -33,7 +33,8 @@ static const char usage_text[] =
     "         [-f|--config-file <yaml>] [-e|--export-path <dir>]\n"
     "         [-s|--checkpoint-directory <dir>]\n"
     "         [--run-config-search-mode brute|quick] [--run-config-search-disable]\n"
-    "         [--run-config-search-refine openvino,queue-delay,worker-nice|none]\n"
+    "         [--run-config-search-refine openvino,queue-delay,worker-nice,\n"
+    "                                     preferred-batch,pin|none]\n"
     "         [--run-config-search-min-concurrency <n>] [--run-config-search-max-concurrency <n>]\n"
     "         [--run-config-search-min-instance-count <n>]\n"
     "         [--run-config-search-max-instance-count <n>]\n"
@@ -74,7 +75,7 @@ static double parse_num(const char *flag, const char *v, double min)
 }
 
 static const char *const tune_names[AZ_TUNE_COUNT] = {"none", "openvino", "queue-delay",
-                                                       "worker-nice"};
+                                                       "worker-nice", "preferred-batch", "pin"};
 
 /* "openvino,queue-delay,worker-nice", or "none". */
 static void parse_refine(az_opts_t *o, const char *v)
@@ -87,7 +88,7 @@ static void parse_refine(az_opts_t *o, const char *v)
             k++;
         if (k == AZ_TUNE_COUNT)
             usage_error("--run-config-search-refine: unknown setting '%s' (openvino, "
-                        "queue-delay, worker-nice or none)", t);
+                        "queue-delay, worker-nice, preferred-batch, pin or none)", t);
         o->refine[k] = true;
     }
     free(s);
@@ -792,6 +793,9 @@ static bool profile_model(const az_opts_t *o, az_server_t *s, const char *model,
     printf("%s: best: %s\n", model, why);
     if (best >= 0)
         printf("%s: written as %s/%s/config.pbtxt\n", model, o->out_repo, model);
+    if (best >= 0 && p.vs[p.runs[best].variant].tune == AZ_TUNE_PIN)
+        printf("%s: its instance groups name host policies: serve it with %s\n", model,
+               p.vs[p.runs[best].variant].pin_flags);
     if (*report)
         printf("%s: report: %s\n", model, report);
     fflush(stdout);

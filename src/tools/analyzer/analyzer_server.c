@@ -133,9 +133,9 @@ static nr_status_t *start(az_server_t *s, const az_opts_t *o, bool restart)
     snprintf(a_http, sizeof(a_http), "--http-port=%d", http);
     snprintf(a_grpc, sizeof(a_grpc), "--grpc-port=%d", grpc);
     snprintf(a_allow, sizeof(a_allow), "--allow-grpc=%s", use_grpc ? "true" : "false");
-    char *argv[] = {bin, a_repo, "--model-control-mode=explicit", a_http,
-                    "--http-address=127.0.0.1", a_grpc, "--grpc-address=127.0.0.1", a_allow,
-                    "--allow-metrics=false", NULL};
+    char *fixed[] = {bin, a_repo, "--model-control-mode=explicit", a_http,
+                     "--http-address=127.0.0.1", a_grpc, "--grpc-address=127.0.0.1", a_allow,
+                     "--allow-metrics=false"};
     int logfd = open(s->log_path, O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC) | O_CLOEXEC,
                      0644);
     if (logfd < 0) {
@@ -149,6 +149,16 @@ static nr_status_t *start(az_server_t *s, const az_opts_t *o, bool restart)
         free(bin);
         return nr_status_new(NR_INTERNAL, "pipe: %s", strerror(errno));
     }
+    size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]), n_pin = 0;
+    char **pin = NULL; /* the host policies the pinned variants name, for any instance count */
+    for (int k = 2; o->refine[AZ_TUNE_PIN] && k <= (o->max_inst > 4 ? o->max_inst : 4); k++) {
+        az_policy_t pol[AZ_MAX_POLICIES];
+        az_pin_flags(pol, az_pin_layout(k, pol, AZ_MAX_POLICIES), &pin, &n_pin);
+    }
+    char **argv = nr_calloc(n_fixed + n_pin + 1, sizeof(*argv));
+    memcpy(argv, fixed, sizeof(fixed));
+    if (n_pin)
+        memcpy(argv + n_fixed, pin, n_pin * sizeof(*pin));
     pid_t pid = fork();
     if (pid == 0) {
         dup2(logfd, 1);
@@ -158,6 +168,10 @@ static nr_status_t *start(az_server_t *s, const az_opts_t *o, bool restart)
         (void)!write(errpipe[1], &e, sizeof(e));
         _exit(127);
     }
+    for (size_t i = 0; i < n_pin; i++)
+        free(pin[i]);
+    free(pin);
+    free(argv);
     close(errpipe[1]);
     close(logfd);
     int e = 0;
