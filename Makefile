@@ -48,7 +48,7 @@ all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer
 PERF_SRC := $(wildcard src/tools/perf/*.c)
 $(BUILD)/bin/nereid-perf: $(PERF_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lm -pthread
+	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lcrypto -lm -pthread
 
 # nereid-analyzer (src/tools/analyzer): Model Analyzer's counterpart; it measures with
 # nereid-perf's engine (every perf object but its main), reads configs with src/config and
@@ -58,7 +58,7 @@ ANALYZER_SRC := $(wildcard src/tools/analyzer/*.c)
 $(BUILD)/bin/nereid-analyzer: $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o) $(PERF_ENGINE_OBJ) \
                               $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lyaml -lm \
+	$(CC) $(CFLAGS) $^ -o $@ $(shell pkg-config --libs grpc libprotobuf-c 2>/dev/null) -lyaml -lcrypto -lm \
 	    -pthread
 
 # Keep the test objects (make would delete them as intermediates and rebuild every time).

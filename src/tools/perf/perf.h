@@ -113,7 +113,8 @@ typedef struct {
     int elem_size;  /* bytes per element; 0 for BYTES */
     int64_t *shape; /* the request's shape, batch dimension included when batching */
     size_t n_shape;
-    size_t offset, bytes; /* its data in perf_model_data's buffer */
+    size_t offset, bytes; /* its data in the request's data buffer */
+    bool variable;        /* a -1 dim without --shape: the --input-data file gives the shape */
 } perf_input_t;
 
 typedef struct {
@@ -124,7 +125,9 @@ typedef struct {
     size_t n_inputs;
     char **outputs;
     size_t n_outputs;
-    nr_buf_t request;  /* the whole infer request: headers and body */
+    nr_buf_t *requests; /* every infer request built (HTTP: headers and body; gRPC: the */
+    size_t n_requests;  /* serialized message): one, or one per --input-data entry; each
+                         * worker sends them in turn */
     char *path;        /* /v2/models/<m>[/versions/<v>]/infer */
 } perf_model_t;
 
@@ -144,9 +147,32 @@ NR_MUST_CHECK nr_status_t *perf_model_check_batch(const perf_model_t *m, const p
 NR_MUST_CHECK nr_status_t *perf_input_init(perf_input_t *in, const char *name,
                                            const char *datatype, const int64_t *dims, size_t nd,
                                            int mbs, const perf_opts_t *o);
-/* Every input's bytes, one after another, into *data (initialised here); sets each input's
- * offset and bytes. */
-void perf_model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data);
+/* Builds one request into *request from the inputs' shapes, offsets and bytes in data. */
+typedef nr_status_t *(*perf_build_fn)(void *ctx, const perf_model_t *m, const nr_buf_t *data,
+                                      nr_buf_t *request);
+/* m->requests: with --input-data zero|random one request of generated data; with a JSON file
+ * (perf_data.c) one per "data" entry, each input's shape from the entry, --shape or the
+ * model. */
+NR_MUST_CHECK nr_status_t *perf_model_requests(perf_model_t *m, const perf_opts_t *o,
+                                               perf_build_fn build, void *ctx);
+
+/* ---- perf_data.c: --input-data <file.json>, perf_analyzer's format ---- */
+
+/* One "data" entry: per input (in m->inputs' order) its shape and its bytes in data. */
+typedef struct {
+    int64_t **shapes;
+    size_t *n_shapes;
+    size_t *offsets, *bytes;
+    nr_buf_t data;
+} perf_entry_t;
+/* Reads the file's "data" entries for m's inputs (each a flat or nested array, {"b64": ...}
+ * or {"content": ..., "shape": [...]}); with -b n each entry's data is sent n times as one
+ * batch. Errors name the file, the entry and the input. */
+NR_MUST_CHECK nr_status_t *perf_data_json(const char *path, const perf_opts_t *o,
+                                          const perf_model_t *m, perf_entry_t **out, size_t *n);
+void perf_entries_free(perf_entry_t *e, size_t n, size_t n_inputs);
+/* True when --input-data names a file (neither zero nor random). */
+bool perf_data_is_file(const perf_opts_t *o);
 
 typedef struct {
     uint64_t inference_count, execution_count, success_count, success_ns;
@@ -178,7 +204,7 @@ NR_MUST_CHECK nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_
 NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o,
                                                   perf_server_stats_t *s);
 /* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. */
-NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const perf_model_t *m,
+NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request,
                                            nr_buf_t *scratch, perf_resp_t *r);
 
 /* ---- perf_hist.c ---- */

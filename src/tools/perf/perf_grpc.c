@@ -118,10 +118,10 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
     return st;
 }
 
-nr_status_t *perf_grpc_infer(perf_grpc_t *g, const perf_model_t *m, nr_buf_t *scratch,
+nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf_t *scratch,
                              perf_resp_t *r)
 {
-    return call(g, METHOD("ModelInfer"), m->request.data, m->request.len, scratch, r);
+    return call(g, METHOD("ModelInfer"), request->data, request->len, scratch, r);
 }
 
 /* A query: pack `req`, call, the response's bytes into *out; errors "failed to get <what>: ". */
@@ -172,6 +172,53 @@ static int max_batch_size(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* One ModelInfer request, serialized: the inputs with their shapes and raw contents, every
+ * output asked for. */
+static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_t *data,
+                                 nr_buf_t *out)
+{
+    const perf_opts_t *o = arg;
+    Inference__ModelInferRequest req = INFERENCE__MODEL_INFER_REQUEST__INIT;
+    req.model_name = (char *)o->model;
+    req.model_version = (char *)(o->version ? o->version : "");
+    Inference__ModelInferRequest__InferInputTensor *ins = nr_calloc(m->n_inputs + 1, sizeof(*ins));
+    Inference__ModelInferRequest__InferInputTensor **inp = nr_calloc(m->n_inputs + 1, sizeof(*inp));
+    ProtobufCBinaryData *raw = nr_calloc(m->n_inputs + 1, sizeof(*raw));
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        Inference__ModelInferRequest__InferInputTensor init =
+            INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
+        ins[i] = init;
+        ins[i].name = m->inputs[i].name, ins[i].datatype = m->inputs[i].datatype;
+        ins[i].shape = m->inputs[i].shape, ins[i].n_shape = m->inputs[i].n_shape;
+        inp[i] = &ins[i];
+        raw[i].data = (uint8_t *)data->data + m->inputs[i].offset;
+        raw[i].len = m->inputs[i].bytes;
+    }
+    Inference__ModelInferRequest__InferRequestedOutputTensor *outs =
+        nr_calloc(m->n_outputs + 1, sizeof(*outs));
+    Inference__ModelInferRequest__InferRequestedOutputTensor **outp =
+        nr_calloc(m->n_outputs + 1, sizeof(*outp));
+    for (size_t i = 0; i < m->n_outputs; i++) {
+        Inference__ModelInferRequest__InferRequestedOutputTensor init =
+            INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__INIT;
+        outs[i] = init;
+        outs[i].name = m->outputs[i];
+        outp[i] = &outs[i];
+    }
+    req.inputs = inp, req.n_inputs = m->n_inputs;
+    req.raw_input_contents = raw, req.n_raw_input_contents = m->n_inputs;
+    req.outputs = outp, req.n_outputs = m->n_outputs;
+    size_t len = inference__model_infer_request__get_packed_size(&req);
+    nr_buf_reserve(out, len);
+    out->len = inference__model_infer_request__pack(&req, (uint8_t *)out->data);
+    free(ins);
+    free(inp);
+    free(raw);
+    free(outs);
+    free(outp);
+    return NULL;
+}
+
 nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_model_t *m)
 {
     perf_model_init(m, o);
@@ -217,48 +264,8 @@ nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_mod
         for (; m->n_outputs < meta->n_outputs; m->n_outputs++)
             m->outputs[m->n_outputs] = nr_strdup(meta->outputs[m->n_outputs]->name);
     }
-    if (st == NULL) { /* ModelInfer, serialized once */
-        nr_buf_t data;
-        perf_model_data(m, o, &data);
-        Inference__ModelInferRequest req = INFERENCE__MODEL_INFER_REQUEST__INIT;
-        req.model_name = (char *)o->model, req.model_version = version;
-        Inference__ModelInferRequest__InferInputTensor *ins = nr_calloc(m->n_inputs + 1, sizeof(*ins));
-        Inference__ModelInferRequest__InferInputTensor **inp = nr_calloc(m->n_inputs + 1, sizeof(*inp));
-        ProtobufCBinaryData *raw = nr_calloc(m->n_inputs + 1, sizeof(*raw));
-        for (size_t i = 0; i < m->n_inputs; i++) {
-            Inference__ModelInferRequest__InferInputTensor init =
-                INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
-            ins[i] = init;
-            ins[i].name = m->inputs[i].name, ins[i].datatype = m->inputs[i].datatype;
-            ins[i].shape = m->inputs[i].shape, ins[i].n_shape = m->inputs[i].n_shape;
-            inp[i] = &ins[i];
-            raw[i].data = (uint8_t *)data.data + m->inputs[i].offset;
-            raw[i].len = m->inputs[i].bytes;
-        }
-        Inference__ModelInferRequest__InferRequestedOutputTensor *outs =
-            nr_calloc(m->n_outputs + 1, sizeof(*outs));
-        Inference__ModelInferRequest__InferRequestedOutputTensor **outp =
-            nr_calloc(m->n_outputs + 1, sizeof(*outp));
-        for (size_t i = 0; i < m->n_outputs; i++) {
-            Inference__ModelInferRequest__InferRequestedOutputTensor init =
-                INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__INIT;
-            outs[i] = init;
-            outs[i].name = m->outputs[i];
-            outp[i] = &outs[i];
-        }
-        req.inputs = inp, req.n_inputs = m->n_inputs;
-        req.raw_input_contents = raw, req.n_raw_input_contents = m->n_inputs;
-        req.outputs = outp, req.n_outputs = m->n_outputs;
-        size_t len = inference__model_infer_request__get_packed_size(&req);
-        nr_buf_reserve(&m->request, len);
-        m->request.len = inference__model_infer_request__pack(&req, (uint8_t *)m->request.data);
-        free(ins);
-        free(inp);
-        free(raw);
-        free(outs);
-        free(outp);
-        nr_buf_free(&data);
-    }
+    if (st == NULL) /* ModelInfer, serialized once per request */
+        st = perf_model_requests(m, o, grpc_request, (void *)o);
     if (meta)
         inference__model_metadata_response__free_unpacked(meta, NULL);
     if (cfg)

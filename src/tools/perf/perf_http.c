@@ -286,6 +286,54 @@ static nr_status_t *http_input(const nr_jv_t *e, int mbs, const perf_opts_t *o, 
     return st;
 }
 
+typedef struct {
+    const perf_conn_t *c;
+    const perf_opts_t *o;
+} http_ctx_t;
+
+/* One infer request: the JSON header (inputs with their shapes, binary data, every output
+ * asked for as binary), then each input's bytes. */
+static nr_status_t *http_request(void *arg, const perf_model_t *m, const nr_buf_t *data,
+                                 nr_buf_t *req)
+{
+    const http_ctx_t *ctx = arg;
+    nr_buf_t json;
+    nr_buf_init(&json);
+    nr_buf_puts(&json, "{\"inputs\":[");
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        const perf_input_t *in = &m->inputs[i];
+        nr_buf_printf(&json, "%s{\"name\":", i ? "," : "");
+        nr_buf_json_str(&json, in->name, strlen(in->name));
+        nr_buf_printf(&json, ",\"shape\":[");
+        for (size_t k = 0; k < in->n_shape; k++)
+            nr_buf_printf(&json, "%s%lld", k ? "," : "", (long long)in->shape[k]);
+        nr_buf_printf(&json, "],\"datatype\":\"%s\",\"parameters\":{\"binary_data_size\":%zu}}",
+                      in->datatype, in->bytes);
+    }
+    nr_buf_puts(&json, "],\"outputs\":[");
+    for (size_t i = 0; i < m->n_outputs; i++) {
+        nr_buf_printf(&json, "%s{\"name\":", i ? "," : "");
+        nr_buf_json_str(&json, m->outputs[i], strlen(m->outputs[i]));
+        nr_buf_puts(&json, ",\"parameters\":{\"binary_data\":true}}");
+    }
+    nr_buf_puts(&json, "]}");
+    size_t body = 0;
+    for (size_t i = 0; i < m->n_inputs; i++)
+        body += m->inputs[i].bytes;
+    nr_buf_printf(req, "POST %s HTTP/1.1\r\nHost: %s:%d\r\n", m->path, ctx->c->host,
+                  ctx->c->port);
+    for (size_t i = 0; i < ctx->o->n_headers; i++)
+        nr_buf_printf(req, "%s: %s\r\n", ctx->o->headers[i].name, ctx->o->headers[i].value);
+    nr_buf_printf(req, "Content-Type: application/octet-stream\r\n"
+                  "Inference-Header-Content-Length: %zu\r\nContent-Length: %zu\r\n\r\n",
+                  json.len, json.len + body);
+    nr_buf_append(req, json.data, json.len);
+    for (size_t i = 0; i < m->n_inputs; i++)
+        nr_buf_append(req, data->data + m->inputs[i].offset, m->inputs[i].bytes);
+    nr_buf_free(&json);
+    return NULL;
+}
+
 nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m)
 {
     perf_model_init(m, o);
@@ -323,39 +371,9 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
     for (m->n_outputs = 0; m->n_outputs < n_out; m->n_outputs++)
         m->outputs[m->n_outputs] = jstr(nr_jv_get(&outs->u.items[m->n_outputs], "name"));
 
-    /* the request: JSON header, then each input's bytes */
-    nr_buf_t data, json;
-    nr_buf_init(&json);
-    perf_model_data(m, o, &data);
-    nr_buf_puts(&json, "{\"inputs\":[");
-    for (size_t i = 0; i < m->n_inputs; i++) {
-        const perf_input_t *in = &m->inputs[i];
-        nr_buf_printf(&json, "%s{\"name\":", i ? "," : "");
-        nr_buf_json_str(&json, in->name, strlen(in->name));
-        nr_buf_printf(&json, ",\"shape\":[");
-        for (size_t k = 0; k < in->n_shape; k++)
-            nr_buf_printf(&json, "%s%lld", k ? "," : "", (long long)in->shape[k]);
-        nr_buf_printf(&json, "],\"datatype\":\"%s\",\"parameters\":{\"binary_data_size\":%zu}}",
-                      in->datatype, in->bytes);
-    }
-    nr_buf_puts(&json, "],\"outputs\":[");
-    for (size_t i = 0; i < m->n_outputs; i++) {
-        nr_buf_printf(&json, "%s{\"name\":", i ? "," : "");
-        nr_buf_json_str(&json, m->outputs[i], strlen(m->outputs[i]));
-        nr_buf_puts(&json, ",\"parameters\":{\"binary_data\":true}}");
-    }
-    nr_buf_puts(&json, "]}");
     m->path = nr_asprintf("%s/infer", base);
-    nr_buf_printf(&m->request, "POST %s HTTP/1.1\r\nHost: %s:%d\r\n", m->path, c->host, c->port);
-    for (size_t i = 0; i < o->n_headers; i++)
-        nr_buf_printf(&m->request, "%s: %s\r\n", o->headers[i].name, o->headers[i].value);
-    nr_buf_printf(&m->request, "Content-Type: application/octet-stream\r\n"
-                  "Inference-Header-Content-Length: %zu\r\nContent-Length: %zu\r\n\r\n",
-                  json.len, json.len + data.len);
-    nr_buf_append(&m->request, json.data, json.len);
-    nr_buf_append(&m->request, data.data, data.len);
-    nr_buf_free(&json);
-    nr_buf_free(&data);
+    http_ctx_t ctx = {.c = c, .o = o};
+    st = perf_model_requests(m, o, http_request, &ctx);
 out:
     free(base);
     free(path);

@@ -28,6 +28,7 @@ typedef struct {
     nr_buf_t scratch; /* gRPC: the last response */
     perf_window_t acc; /* the current window's share of this worker */
     perf_load_t *load;
+    size_t next;      /* the model's request it sends next (they are taken in turn) */
 } worker_t;
 
 struct perf_load_s {
@@ -82,10 +83,10 @@ static void *worker_main(void *arg)
         uint64_t sched = 0;
         if (l->rate > 0 && !wait_until(l, sched = next_send(l)))
             break;
+        const nr_buf_t *req = &m->requests[w->next++ % m->n_requests];
         uint64_t t0 = perf_now_ns();
-        nr_status_t *st = l->grpc ? perf_grpc_infer(&w->grpc, m, &w->scratch, &r)
-                                  : perf_exchange(&w->conn, "POST", m->path, &m->request, NULL, 0,
-                                                  &r);
+        nr_status_t *st = l->grpc ? perf_grpc_infer(&w->grpc, req, &w->scratch, &r)
+                                  : perf_exchange(&w->conn, "POST", m->path, req, NULL, 0, &r);
         uint64_t t1 = perf_now_ns();
         char *err = NULL;
         if (st)
@@ -146,6 +147,7 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
     for (size_t i = 0; i < conc && !st; i++) {
         worker_t *w = &l->w[i];
         w->load = l;
+        w->next = i; /* the workers start on different requests */
         pthread_mutex_init(&w->mu, NULL);
         nr_buf_init(&w->scratch);
         st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PERF_VERSION "2.51.0 (nereid-perf)"
@@ -24,7 +25,7 @@ static const char usage_text[] =
     "  [--measurement-mode time_windows|count_windows] [--measurement-request-count <n>]\n"
     "  [-s|--stability-percentage <pct>] [-r|--max-trials <n>] [-l|--latency-threshold <ms>]\n"
     "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>]\n"
-    "  [--input-data zero|random] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
+    "  [--input-data zero|random|<file.json>] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
     "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
     "  [--warmup-request-count <n>] [--collect-metrics] [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
@@ -33,7 +34,7 @@ static const char usage_text[] =
     "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--request-intervals, --streaming, --shared-memory system, --input-data <file>,\n"
+    "--request-intervals, --streaming, --shared-memory system, --input-data <directory>,\n"
     "--profile-export-file, --binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
@@ -231,9 +232,15 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
                 usage_error("unsupported request distribution '%s'", optarg);
             break;
         case OPT_INPUT_DATA:
-            if (strcmp(optarg, "zero") != 0 && strcmp(optarg, "random") != 0)
-                usage_error("--input-data '%s': only zero and random are supported by nereid-perf "
-                            "yet", optarg);
+            if (strcmp(optarg, "zero") != 0 && strcmp(optarg, "random") != 0) {
+                struct stat sb;
+                if (stat(optarg, &sb) != 0)
+                    usage_error("--input-data '%s': no such file (zero, random or a JSON file)",
+                                optarg);
+                if (S_ISDIR(sb.st_mode))
+                    usage_error("--input-data '%s': a directory of raw files is not supported by "
+                                "nereid-perf yet (use a JSON file)", optarg);
+            }
             o->input_data = optarg;
             break;
         case OPT_SHAPE: parse_shape(o, optarg); break;
@@ -454,10 +461,14 @@ int main(int argc, char **argv)
         rc = fail(NULL, st);
         goto out_model;
     }
+    if (perf_data_is_file(&o)) /* perf_analyzer's line, its leading space included */
+        printf(" Successfully read data for 1 stream/streams with %zu step/steps.\n",
+               m.n_requests);
     for (uint64_t i = 0; i < o.warmup && rc == PERF_EXIT_OK; i++) {
         perf_resp_t r;
-        st = o.grpc ? perf_grpc_infer(&c.g, &m, &scratch, &r)
-                    : perf_exchange(&c.http, "POST", m.path, &m.request, NULL, 0, &r);
+        const nr_buf_t *req = &m.requests[i % m.n_requests];
+        st = o.grpc ? perf_grpc_infer(&c.g, req, &scratch, &r)
+                    : perf_exchange(&c.http, "POST", m.path, req, NULL, 0, &r);
         if (st)
             rc = fail("warmup", st);
     }

@@ -36,7 +36,6 @@ static int type_size(const char *dt)
 void perf_model_init(perf_model_t *m, const perf_opts_t *o)
 {
     memset(m, 0, sizeof(*m));
-    nr_buf_init(&m->request);
     m->version = nr_strdup(o->version ? o->version : "");
 }
 
@@ -71,7 +70,9 @@ nr_status_t *perf_input_init(perf_input_t *in, const char *name, const char *dat
         return NULL;
     }
     for (size_t k = skip; k < nd; k++) {
-        if (dims[k] < 0)
+        if (dims[k] < 0 && perf_data_is_file(o)) /* the file gives it */
+            in->variable = true;
+        else if (dims[k] < 0)
             return nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: input %s "
                                  "contains dynamic shape, provide shapes to send along with the "
                                  "request", name);
@@ -86,7 +87,9 @@ static uint64_t next(uint64_t *s)
     return *s;
 }
 
-void perf_model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data)
+/* Every input's bytes, one after another, into *data (initialised here); sets each input's
+ * offset and bytes. */
+static void model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data)
 {
     bool zero = o->input_data && strcmp(o->input_data, "zero") == 0;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -128,7 +131,9 @@ void perf_model_free(perf_model_t *m)
     free(m->outputs);
     free(m->version);
     free(m->path);
-    nr_buf_free(&m->request);
+    for (size_t i = 0; i < m->n_requests; i++)
+        nr_buf_free(&m->requests[i]);
+    free(m->requests);
 }
 
 /* ---- server statistics ---- */
@@ -156,3 +161,56 @@ void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
     memcpy(d, v, sizeof(v));
 }
 
+bool perf_data_is_file(const perf_opts_t *o)
+{
+    return o->input_data && strcmp(o->input_data, "zero") != 0 &&
+           strcmp(o->input_data, "random") != 0;
+}
+
+static nr_buf_t *next_request(perf_model_t *m)
+{
+    m->requests = nr_realloc(m->requests, (m->n_requests + 1) * sizeof(*m->requests));
+    nr_buf_t *r = &m->requests[m->n_requests++];
+    nr_buf_init(r);
+    return r;
+}
+
+nr_status_t *perf_model_requests(perf_model_t *m, const perf_opts_t *o, perf_build_fn build,
+                                 void *ctx)
+{
+    nr_buf_t data;
+    if (!perf_data_is_file(o)) {
+        model_data(m, o, &data);
+        nr_status_t *st = build(ctx, m, &data, next_request(m));
+        nr_buf_free(&data);
+        return st;
+    }
+    perf_entry_t *es = NULL;
+    size_t n = 0;
+    nr_status_t *st = perf_data_json(o->input_data, o, m, &es, &n);
+    /* each entry's shapes in place of the inputs' for its request, then theirs back */
+    int64_t **shapes = nr_calloc(m->n_inputs + 1, sizeof(*shapes));
+    size_t *n_shapes = nr_calloc(m->n_inputs + 1, sizeof(*n_shapes));
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        shapes[i] = m->inputs[i].shape;
+        n_shapes[i] = m->inputs[i].n_shape;
+    }
+    for (size_t e = 0; st == NULL && e < n; e++) {
+        for (size_t i = 0; i < m->n_inputs; i++) {
+            perf_input_t *in = &m->inputs[i];
+            in->shape = es[e].shapes[i];
+            in->n_shape = es[e].n_shapes[i];
+            in->offset = es[e].offsets[i];
+            in->bytes = es[e].bytes[i];
+        }
+        st = build(ctx, m, &es[e].data, next_request(m));
+    }
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        m->inputs[i].shape = shapes[i];
+        m->inputs[i].n_shape = n_shapes[i];
+    }
+    free(shapes);
+    free(n_shapes);
+    perf_entries_free(es, n, m->n_inputs);
+    return st;
+}
