@@ -46,6 +46,7 @@ def grpc_url(small_server):
     ["-b", "2", "--measurement-mode", "count_windows", "--measurement-request-count", "20"],
     ["--request-rate-range", "100:200:100", "--request-distribution", "poisson", "-v"],
     ["--collect-metrics", "--metrics-interval", "100", "--concurrency-range", "1:2"],
+    ["--request-count", "40", "--concurrency-range", "4", "--percentile=95"],
 ])
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, small_server, tmp_path, args,
@@ -443,3 +444,44 @@ def test_input_data_json_errors_are_clear(url, tmp_path, data, message):
     assert r.returncode != 0 and message in r.stderr, r.stderr
     r = run(PERF, ["-m", "identity_fp32", "-u", url, *FAST, "--input-data", str(tmp_path)])
     assert r.returncode != 0 and "a directory of raw files is not supported" in r.stderr
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("args,n", [(["--concurrency-range", "3"], 60),
+                                    (["--request-rate-range", "200"], 200)])
+def test_request_count_sends_exactly_that_many(url, grpc_url, protocol, args, n):
+    """--request-count N: one window of exactly N requests (no stability check), the server's
+    counts agree, and the throughput is N over the window as perf_analyzer reports it."""
+    u = grpc_url if protocol == "grpc" else url
+    r = run(PERF, ["-m", "simple", "-u", u, "-i", protocol, "--request-count", str(n), *args])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"  Sending {n} benchmark requests\n" in r.stdout
+    assert re.search(rf"^    Request count: {n}$", r.stdout, re.M), r.stdout
+    assert re.search(rf"^    Successful request count: {n}$", r.stdout, re.M), r.stdout
+    assert "Pass [" not in r.stdout and "stable" not in r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--concurrency-range", "1:2"],
+     "request-count not supported with multiple concurrency values in one run"),
+    (["--request-rate-range", "10:20:10"],
+     "request-count not supported with multiple request-rate values in one run"),
+    (["--request-rate-range", "100"], "request-count can not be less than request-rate"),
+])
+def test_request_count_errors_match_perf_analyzer(url, args, message):
+    for tool in (PA, PERF):
+        r = run(tool, ["-m", "simple", "-u", url, "--request-count", "50", *args])
+        assert r.returncode == 99 and f"Error: {message}" in r.stdout + r.stderr, (tool, r.stderr)
+
+
+def test_request_count_settings_in_rate_mode_match_perf_analyzer(url):
+    """The settings block of --request-count with a request rate, as perf_analyzer prints it
+    (the measurement itself: test_request_count_sends_exactly_that_many)."""
+    blocks = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        r = run(tool, ["-m", "simple", "-u", url, "--request-count", "120",
+                       "--request-rate-range", "100", "--request-distribution", "poisson"])
+        assert r.returncode == 0, (name, r.stderr)
+        blocks[name] = r.stdout[:r.stdout.index("Request Rate: ")]
+    assert blocks["perf"] == blocks["pa"], blocks
+    assert "  Sending 120 benchmark requests\n  Using poisson distribution" in blocks["perf"]

@@ -60,6 +60,7 @@ typedef struct {
     uint64_t interval_ms;
     bool count_windows;
     uint64_t request_count; /* --measurement-request-count */
+    uint64_t request_total; /* --request-count: exactly that many requests, one window */
     double stability;       /* fraction: 0.10 */
     int max_trials;
     uint64_t latency_limit_ms;
@@ -272,7 +273,8 @@ NR_MUST_CHECK nr_status_t *perf_load_start(const perf_opts_t *o, const perf_mode
 /* Ends the current window now: its measurements move into *w (which the caller frees with
  * perf_window_free) and the next window starts. */
 void perf_load_cut(perf_load_t *l, perf_window_t *w);
-/* Requests completed in the current window so far. */
+/* Requests completed in the current window so far, failed ones included (a window of
+ * failures ends, and says so). */
 uint64_t perf_load_pending_count(perf_load_t *l);
 void perf_load_stop(perf_load_t *l);
 void perf_window_merge(perf_window_t *into, const perf_window_t *from);

@@ -43,6 +43,8 @@ struct perf_load_s {
     uint64_t win_start;
     worker_t *w;
     size_t n;
+    uint64_t budget;         /* --request-count: requests to send in all (0: no limit) */
+    atomic_uint_fast64_t sent;
 };
 
 /* The next scheduled send time (rate mode). */
@@ -81,6 +83,8 @@ static void *worker_main(void *arg)
     while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
         perf_resp_t r;
         uint64_t sched = 0;
+        if (l->budget && atomic_fetch_add(&l->sent, 1) >= l->budget)
+            break; /* --request-count: all sent */
         if (l->rate > 0 && !wait_until(l, sched = next_send(l)))
             break;
         const nr_buf_t *req = &m->requests[w->next++ % m->n_requests];
@@ -134,6 +138,8 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
     l->model = m;
     l->grpc = o->grpc;
     atomic_init(&l->stop, false);
+    atomic_init(&l->sent, 0);
+    l->budget = o->request_total;
     pthread_mutex_init(&l->mu, NULL);
     l->rate = rate;
     l->poisson = o->poisson;
@@ -221,7 +227,7 @@ uint64_t perf_load_pending_count(perf_load_t *l)
     uint64_t n = 0;
     for (size_t i = 0; i < l->n; i++) {
         pthread_mutex_lock(&l->w[i].mu);
-        n += l->w[i].acc.count;
+        n += l->w[i].acc.count + l->w[i].acc.errors;
         pthread_mutex_unlock(&l->w[i].mu);
     }
     return n;

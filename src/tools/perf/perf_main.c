@@ -27,7 +27,8 @@ static const char usage_text[] =
     "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>]\n"
     "  [--input-data zero|random|<file.json>] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
     "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
-    "  [--warmup-request-count <n>] [--collect-metrics] [--metrics-url <url>]\n"
+    "  [--warmup-request-count <n>] [--request-count <n>] [--collect-metrics]\n"
+    "  [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
@@ -257,6 +258,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             break;
         }
         case OPT_WARMUP: o->warmup = parse_u64("warmup-request-count", optarg); break;
+        case OPT_REQUEST_COUNT: o->request_total = parse_u64("request-count", optarg); break;
         case OPT_COLLECT: o->collect_metrics = true; break;
         case OPT_METRICS_URL: o->metrics_url = optarg; break;
         case OPT_METRICS_INTERVAL:
@@ -294,7 +296,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             fputs(usage_text, stdout);
             exit(0);
         case OPT_INTERVALS: case OPT_STREAMING: case OPT_EXPORT:
-        case OPT_BINARY: case OPT_REQUEST_COUNT:
+        case OPT_BINARY:
             usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
             break;
         default: /* getopt said which option */
@@ -316,6 +318,17 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
     if (o->rate_mode && o->conc_given)
         usage_error("Cannot specify --concurrency-range and --request-rate-range "
                     "simultaneously.", NULL);
+    if (o->request_total) { /* one window of exactly that many requests */
+        if (o->rate_mode ? o->rate_end != 0 && o->rate_end != o->rate_start
+                         : o->conc_end != 0 && o->conc_end != o->conc_start)
+            usage_error("request-count not supported with multiple %s values in one run",
+                        o->rate_mode ? "request-rate" : "concurrency");
+        if (o->rate_mode && (double)o->request_total < o->rate_start)
+            usage_error("request-count can not be less than request-rate", NULL);
+        o->count_windows = true;
+        o->request_count = o->request_total;
+        o->max_trials = 1;
+    }
     if (o->rate_mode) {
         if (o->rate_start <= 0 || o->rate_step <= 0)
             usage_error("request-rate-range start and step must be > 0", NULL);

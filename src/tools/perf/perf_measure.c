@@ -142,7 +142,7 @@ static int part_window(perf_ctl_t *conn, perf_part_t *p, part_state_t *ps, int d
                        const perf_gpus_t *gpus, char *why, size_t why_len)
 {
     const perf_opts_t *o = p->o;
-    perf_window_t *w = &ps->wins[done % 3];
+    perf_window_t *w = &ps->wins[(done - 1) % 3]; /* window done - 1, counted from 0 */
     perf_window_free(w);
     perf_load_cut(ps->load, w);
     w->gpus = *gpus;
@@ -179,8 +179,8 @@ static int part_window(perf_ctl_t *conn, perf_part_t *p, part_state_t *ps, int d
                    "usec). \n", trial + 1, t, (unsigned long long)(perf_hist_mean(&w->lat) / 1000),
                    (unsigned long long)(perf_hist_stddev(&w->lat) / 1000));
     }
-    p->res = PERF_STEP_UNSTABLE;
-    if (done >= 3) {
+    p->res = o->request_total ? PERF_STEP_STABLE : PERF_STEP_UNSTABLE; /* one window, as asked */
+    if (done >= 3 && !o->request_total) {
         perf_window_t *last[3] = {&ps->wins[(done - 3) % 3], &ps->wins[(done - 2) % 3],
                                   &ps->wins[(done - 1) % 3]};
         if (stable(o, last)) {
@@ -240,16 +240,18 @@ int perf_measure_parts(perf_ctl_t *conn, perf_part_t *parts, size_t n, char *why
         perf_part_t *p = &parts[started];
         p->res = PERF_STEP_UNSTABLE;
         ps[started].thr = nr_calloc((size_t)o->max_trials + 1, sizeof(double));
-        st = perf_load_start(p->o, p->m, p->s->value, p->o->rate_mode ? p->s->rate : 0,
-                             &ps[started].load);
-        if (st == NULL && p->m->has_stats)
+        /* --request-count: every request sent is counted, so the statistics come first */
+        if (o->request_total && p->m->has_stats)
             st = ctl_stats(conn, p->o, &ps[started].prev);
-        else if (st)
-            ps[started].load = NULL;
+        if (st == NULL)
+            st = perf_load_start(p->o, p->m, p->s->value, p->o->rate_mode ? p->s->rate : 0,
+                                 &ps[started].load);
+        if (st == NULL && p->m->has_stats && !o->request_total)
+            st = ctl_stats(conn, p->o, &ps[started].prev);
     }
     if (st)
         rc = fail(st, why, why_len);
-    for (size_t i = 0; i < n && rc < 0; i++) { /* the first window starts now: ramp-up before */
+    for (size_t i = 0; i < n && rc < 0 && !o->request_total; i++) { /* ramp-up: not counted */
         perf_window_t skip;
         perf_load_cut(ps[i].load, &skip);
         perf_window_free(&skip);

@@ -35,6 +35,14 @@ void perf_print_settings(const perf_opts_t *o)
     printf("*** Measurement Settings ***\n");
     printf("  Batch size: %d\n", o->batch);
     printf("  Service Kind: TRITON\n");
+    if (o->request_total) { /* perf_analyzer's block for --request-count: no windows, limits */
+        printf("  Sending %llu benchmark requests\n", (unsigned long long)o->request_total);
+        if (o->rate_mode)
+            printf("  Using %s distribution on request generation\n",
+                   o->poisson ? "poisson" : "uniform");
+        printf("  Using %s calls for inference\n\n", o->async ? "asynchronous" : "synchronous");
+        return;
+    }
     printf("  Using \"%s\" mode for stabilization\n", o->count_windows ? "count_windows" : "time_windows");
     if (o->percentile > 0)
         printf("  Stabilizing using p%dlatency and throughput\n", o->percentile);
