@@ -856,7 +856,7 @@ int main(int argc, char **argv)
     }
     az_server_stop(&s);
     if (grpc)
-        grpc_shutdown();
+        grpc_shutdown_blocking(); /* its threads joined before exit */
     opts_free(&o);
     return rc;
 }

@@ -495,7 +495,7 @@ out_model:
 out:
     if (o.grpc) {
         perf_grpc_close(&c.g);
-        grpc_shutdown();
+        grpc_shutdown_blocking(); /* its threads joined before exit */
     } else {
         perf_conn_close(&c.http);
     }
