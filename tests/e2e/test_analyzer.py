@@ -494,15 +494,19 @@ def test_models_together_are_measured_loaded_and_under_load_at_once(two_mlps):
     pairs = {(c["mlp"]["Model Config Path"], c["mlp2"]["Model Config Path"])
              for c in combos.values()}
     assert len(pairs) == 4
-    # both models under load at the same time: on two cores each one gets less than alone
-    # (measured: about half), for the same variant at the same concurrency
+    # both models under load at the same time: they share the two cores, so the fractions of
+    # their alone figures (same variant, same concurrency) add up to about 1 (measured 0.8 to
+    # 1.0); run one after the other they would add up to about 2. One model alone can come
+    # close to its alone figure when its partner is slow, so only the sum is checked.
     _, alone = read_csv(d / "export")
     alone = {row["Model Config Path"]: float(row["Throughput (infer/sec)"]) for row in alone}
     for c in combos.values():
+        fractions = []
         for m, row in c.items():
             together = float(row["Throughput (infer/sec)"])
-            assert 0 < together < 0.8 * alone[row["Model Config Path"]], (row, alone)
-            assert row["Concurrency"] == "16"
+            assert together > 0 and row["Concurrency"] == "16", row
+            fractions.append(together / alone[row["Model Config Path"]])
+        assert sum(fractions) < 1.6, (c, alone)
         # one server with both models: the same memory figures on both rows
         assert c["mlp"]["Max CPU Memory Usage (MB)"] == c["mlp2"]["Max CPU Memory Usage (MB)"]
         assert c["mlp"]["Model Load Memory (MB)"] == c["mlp2"]["Model Load Memory (MB)"]
