@@ -317,6 +317,50 @@ def test_report_unstable_keeps_sweeping(url):
         assert m.group(1) == "3"
 
 
+# ---- a stand-in server: what reaches the wire (the real server does not log tensors) ----
+
+class StandIn:
+    """An HTTP server answering GETs from `answers` (404 otherwise) and every POST with
+    {"model_name": "m", "outputs": []}; on_post(path, headers, body) sees each POST first."""
+
+    def __init__(self, answers, on_post):
+        import http.server
+        import json
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def reply(self, obj):
+                body = json.dumps(obj).encode()
+                self.send_response(200 if obj is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self.reply(answers.get(self.path))
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                on_post(self.path, self.headers, body)
+                self.reply({"model_name": "m", "outputs": []})
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"127.0.0.1:{self.srv.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
 # ---- --input-data <file.json> (perf_analyzer's real-data format) ----
 
 def test_input_data_json_sends_each_entry_as_written(tmp_path):
@@ -325,7 +369,6 @@ def test_input_data_json_sends_each_entry_as_written(tmp_path):
     the entry twice as one batch. What reaches the wire is read back by a stand-in HTTP server
     (it records the infer bodies; the real server does not log tensors)."""
     import base64
-    import http.server
     import json
     import struct
     bodies = []
@@ -337,30 +380,10 @@ def test_input_data_json_sends_each_entry_as_written(tmp_path):
     answers = {"/v2": {"name": "stand-in", "version": "0", "extensions": []},
                "/v2/models/m": meta, "/v2/models/m/config": {"name": "m", "max_batch_size": 8}}
 
-    class Server(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def reply(self, obj):
-            body = json.dumps(obj).encode()
-            self.send_response(200 if obj is not None else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self):
-            self.reply(answers.get(self.path))
-
-        def do_POST(self):
-            n = int(self.headers["Content-Length"])
-            hl = int(self.headers["Inference-Header-Content-Length"])
-            body = self.rfile.read(n)
-            if len(bodies) < 50:
-                bodies.append((json.loads(body[:hl]), body[hl:]))
-            self.reply({"model_name": "m", "outputs": []})
-
-        def log_message(self, *a):
-            pass
+    def on_post(path, headers, body):
+        hl = int(headers["Inference-Header-Content-Length"])
+        if len(bodies) < 50:
+            bodies.append((json.loads(body[:hl]), body[hl:]))
 
     data = {"data": [
         {"A": {"content": [[1.5, 2.5], [3.5, 4.5]], "shape": [4]}, "B": [1, 2, 3],
@@ -371,14 +394,9 @@ def test_input_data_json_sends_each_entry_as_written(tmp_path):
     ]}
     f = tmp_path / "data.json"
     f.write_text(json.dumps(data))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Server)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        r = run(PERF, ["-m", "m", "-u", f"127.0.0.1:{srv.server_address[1]}", "-p", "200",
-                       "-s", "1000", "-r", "3", "-b", "2", "--input-data", str(f)])
-    finally:
-        srv.shutdown()
+    with StandIn(answers, on_post) as srv:
+        r = run(PERF, ["-m", "m", "-u", srv.url, "-p", "200", "-s", "1000", "-r", "3", "-b", "2",
+                       "--input-data", str(f)])
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith(" Successfully read data for 1 stream/streams with 2 step/steps.\n")
     s = lambda *x: b"".join(struct.pack("<I", len(v)) + v for v in x)
@@ -485,3 +503,137 @@ def test_request_count_settings_in_rate_mode_match_perf_analyzer(url):
         blocks[name] = r.stdout[:r.stdout.index("Request Rate: ")]
     assert blocks["perf"] == blocks["pa"], blocks
     assert "  Sending 120 benchmark requests\n  Using poisson distribution" in blocks["perf"]
+
+
+# ---- --shared-memory system ----
+
+def shm_status(url):
+    import json
+    import urllib.request
+    with urllib.request.urlopen(f"http://{url}/v2/systemsharedmemory/status", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def run_watching_regions(tool, args, url):
+    """Runs tool; returns its result and the system regions the server held while it ran."""
+    p = subprocess.Popen([str(tool), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    seen, deadline = [], time.time() + 120
+    while p.poll() is None and time.time() < deadline:
+        now = shm_status(url)
+        seen = now if len(now) > len(seen) else seen
+        time.sleep(0.02)
+    out, err = p.communicate(timeout=60)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err), seen
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_shared_memory_regions_as_perf_analyzer(url, grpc_url, tmp_path, protocol):
+    """--shared-memory system against the real server: the regions registered while the load
+    runs (a region per input and data entry, the whole batch, and one per output) are the
+    ones perf_analyzer 2.51 registers, names, keys and sizes; the server computes from them
+    (its counts); they are unregistered and removed from /dev/shm at the end."""
+    import json
+    f = tmp_path / "simple.json"
+    f.write_text(json.dumps({"data": [{"INPUT0": list(range(16)), "INPUT1": [1] * 16},
+                                      {"INPUT0": [7] * 16, "INPUT1": list(range(16))}]}))
+    u = grpc_url if protocol == "grpc" else url
+    regions = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        r, seen = run_watching_regions(tool, ["-m", "simple", "-u", u, "-i", protocol, *FAST,
+                                              "-b", "2", "--shared-memory", "system",
+                                              "--input-data", str(f)], url)
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+        ok = int(re.search(r"Successful request count: (\d+)", r.stdout).group(1))
+        inf = int(re.search(r"Inference count: (\d+)", r.stdout).group(1))
+        assert ok > 0 and inf == 2 * ok, r.stdout
+        regions[name] = sorted((x["name"], x["key"], x["byte_size"]) for x in seen)
+        assert shm_status(url) == [], name
+    assert regions["perf"] == regions["pa"], regions
+    assert [x[0] for x in regions["perf"]] == [
+        "INPUT0_0_0", "INPUT0_0_1", "INPUT1_0_0", "INPUT1_0_1", "OUTPUT0", "OUTPUT1"]
+    assert all(x[1] == "/" + x[0] and x[2] == 2 * 16 * 4 for x in regions["perf"])
+    assert not any(os.path.exists("/dev/shm/" + x[0]) for x in regions["perf"])
+
+
+def test_shared_memory_requests_name_regions_holding_the_data(tmp_path):
+    """What nereid-perf and perf_analyzer 2.51 send a stand-in server with --shared-memory
+    system: every region unregistered first and last; each region registered with the same
+    key and size (a fixed output: its size per batch; a variable or BYTES one:
+    --output-shared-memory-size per batch element) and holding the same bytes (read from
+    /dev/shm at the first infer request; perf_analyzer writes them after registering); infer
+    requests naming the regions and carrying no tensor bytes."""
+    import json
+    meta = {"name": "m", "versions": ["1"], "platform": "x",
+            "inputs": [{"name": "A", "datatype": "FP32", "shape": [-1, 4]},
+                       {"name": "C", "datatype": "BYTES", "shape": [-1, 2]}],
+            "outputs": [{"name": "Y", "datatype": "FP32", "shape": [-1, 3]},
+                        {"name": "Z", "datatype": "FP32", "shape": [-1, -1]},
+                        {"name": "S", "datatype": "BYTES", "shape": [-1, 1]}]}
+    answers = {"/v2": {"name": "stand-in", "version": "0",
+                       "extensions": ["system_shared_memory"]},
+               "/v2/models/m": meta, "/v2/models/m/config": {"name": "m", "max_batch_size": 8}}
+    f = tmp_path / "data.json"
+    f.write_text(json.dumps({"data": [{"A": [1.5, 2.5, 3.5, 4.5], "C": ["ab", "xyz"]}]}))
+    seen = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        log = {"calls": [], "regions": {}, "infers": []}
+
+        def on_post(path, headers, body, log=log):
+            if path.endswith("/infer"):
+                if not log["infers"]:
+                    for reg in log["regions"].values():
+                        with open("/dev/shm" + reg[0]["key"], "rb") as shm:
+                            reg.append(shm.read())
+                if len(log["infers"]) < 5:
+                    log["infers"].append((headers.get("Inference-Header-Content-Length"),
+                                          json.loads(body)))
+                return
+            if "cudasharedmemory" in path:  # perf_analyzer's GPU build clears those too
+                return
+            log["calls"].append(path)
+            if path.endswith("/register"):
+                log["regions"][path.split("/")[-2]] = [json.loads(body)]
+
+        with StandIn(answers, on_post) as srv:
+            r = run(tool, ["-m", "m", "-u", srv.url, "-p", "200", "-s", "1000", "-r", "3",
+                           "-b", "2", "--shared-memory", "system",
+                           "--output-shared-memory-size", "1234", "--input-data", str(f)])
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+        seen[name] = log
+    perf, pa = seen["perf"], seen["pa"]
+    assert perf["calls"][0] == perf["calls"][-1] == "/v2/systemsharedmemory/unregister"
+    assert sorted(perf["calls"]) == sorted(pa["calls"]), (perf["calls"], pa["calls"])
+    assert perf["regions"] == pa["regions"]
+    import struct
+    assert perf["regions"]["A_0_0"] == [{"key": "/A_0_0", "offset": 0, "byte_size": 32},
+                                        struct.pack("<4f", 1.5, 2.5, 3.5, 4.5) * 2]
+    assert {k: v[0]["byte_size"] for k, v in perf["regions"].items()} == {
+        "A_0_0": 32, "C_0_0": 2 * (4 + 2 + 4 + 3), "Y": 2 * 3 * 4, "Z": 2 * 1234, "S": 2 * 1234}
+    hl, head = perf["infers"][0]
+    assert int(hl) == len(json.dumps(head, separators=(",", ":")))  # the header is the body
+    for part in ("inputs", "outputs"):
+        want = {t["name"]: t["parameters"] for t in pa["infers"][0][1][part]}
+        assert {t["name"]: t["parameters"] for t in head[part]} == want, head
+    assert head["inputs"][0]["shape"] == [2, 4]
+
+
+def test_shared_memory_errors(url, grpc_url):
+    """An output region too small for the results: the server's error as perf_analyzer prints
+    it, exit 99; nereid-perf still unregisters and removes its regions."""
+    line = ("Thread [0] had error: shared memory size specified with the request for output "
+            "'OUTPUT0' (10 bytes) should be at least 64 bytes to hold the results")
+    for protocol, u in (("http", url), ("grpc", grpc_url)):
+        for tool in (PERF, PA):
+            r = run(tool, ["-m", "identity_fp32", "-u", u, "-i", protocol, *FAST,
+                           "--shape", "INPUT0:16", "--shared-memory", "system",
+                           "--output-shared-memory-size", "10"])
+            assert r.returncode == 99 and line in r.stderr.splitlines(), (tool, r.stderr)
+            if tool == PERF:
+                assert shm_status(url) == []
+                assert not os.path.exists("/dev/shm/OUTPUT0")
+    for key in ("INPUT0_0_0", "OUTPUT0"):  # perf_analyzer leaves them after an error
+        if os.path.exists("/dev/shm/" + key):
+            os.unlink("/dev/shm/" + key)
+    r = run(PERF, ["-m", "identity_fp32", "-u", url, "--shared-memory", "cuda"])
+    assert r.returncode == 99 and "--shared-memory cuda is not supported" in r.stderr

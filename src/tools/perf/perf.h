@@ -5,6 +5,7 @@
  *                   queries perf_analyzer makes, the infer request (binary tensors)
  *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
  *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
+ *   perf_shm.c      --shared-memory system: the regions, registered over either protocol
  *   perf_metrics.c  --collect-metrics: the server's GPU series from its Prometheus endpoint
  *   perf_load.c     the load (one thread per concurrency slot) and its windows
  *   perf_measure.c  one level measured: windows until stable, perf_analyzer's rules
@@ -69,6 +70,8 @@ typedef struct {
     bool grpc; /* -i grpc */
     uint64_t warmup;
     int string_length;
+    bool shm_system;          /* --shared-memory system */
+    uint64_t output_shm_size; /* --output-shared-memory-size: per output of variable size */
     perf_shape_t *shapes;
     size_t n_shapes;
     perf_header_t *headers;
@@ -116,7 +119,21 @@ typedef struct {
     size_t n_shape;
     size_t offset, bytes; /* its data in the request's data buffer */
     bool variable;        /* a -1 dim without --shape: the --input-data file gives the shape */
+    char *region; /* --shared-memory system: the region holding the request being built */
 } perf_input_t;
+
+typedef struct {
+    char *name;
+    size_t bytes; /* -b of it when its shape is fixed (0: BYTES or a variable dim) */
+    char *region; /* --shared-memory system: its region (the output's name), shm_bytes long */
+    size_t shm_bytes;
+} perf_output_t;
+
+/* --shared-memory system: a region nereid-perf created, /dev/shm/<name> (key "/<name>") */
+typedef struct {
+    char *name;
+    size_t bytes;
+} perf_region_t;
 
 typedef struct {
     char *version;     /* as asked (-x) or "" */
@@ -124,8 +141,10 @@ typedef struct {
     bool has_stats;    /* server metadata lists "statistics" */
     perf_input_t *inputs;
     size_t n_inputs;
-    char **outputs;
+    perf_output_t *outputs;
     size_t n_outputs;
+    perf_region_t *regions; /* --shared-memory system: the outputs', then each request's */
+    size_t n_regions;       /* inputs' (<input>_0_<request>), as perf_analyzer names them */
     nr_buf_t *requests; /* every infer request built (HTTP: headers and body; gRPC: the */
     size_t n_requests;  /* serialized message): one, or one per --input-data entry; each
                          * worker sends them in turn */
@@ -135,6 +154,10 @@ typedef struct {
 /* Reads the server and model metadata and config, checks -b against max_batch_size, applies
  * --shape, and builds the one request every worker sends. */
 NR_MUST_CHECK nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m);
+
+/* POST /v2/systemsharedmemory/region/<name>/register {"key":"/<name>","offset":0,
+ * "byte_size":bytes}; name NULL: POST /v2/systemsharedmemory/unregister (every region). */
+NR_MUST_CHECK nr_status_t *perf_http_shm(perf_conn_t *c, const char *name, size_t bytes);
 
 /* ---- perf_model.c: the model whatever the protocol ---- */
 
@@ -148,7 +171,11 @@ NR_MUST_CHECK nr_status_t *perf_model_check_batch(const perf_model_t *m, const p
 NR_MUST_CHECK nr_status_t *perf_input_init(perf_input_t *in, const char *name,
                                            const char *datatype, const int64_t *dims, size_t nd,
                                            int mbs, const perf_opts_t *o);
-/* Builds one request into *request from the inputs' shapes, offsets and bytes in data. */
+/* One output from its metadata: its size per batch when fixed, its region with shm. */
+void perf_output_init(perf_output_t *out, const char *name, const char *datatype,
+                      const int64_t *dims, size_t nd, int mbs, const perf_opts_t *o);
+/* Builds one request into *request from the inputs' shapes, offsets and bytes in data (or,
+ * with --shared-memory system, their regions: in->region and each output's). */
 typedef nr_status_t *(*perf_build_fn)(void *ctx, const perf_model_t *m, const nr_buf_t *data,
                                       nr_buf_t *request);
 /* m->requests: with --input-data zero|random one request of generated data; with a JSON file
@@ -156,6 +183,14 @@ typedef nr_status_t *(*perf_build_fn)(void *ctx, const perf_model_t *m, const nr
  * model. */
 NR_MUST_CHECK nr_status_t *perf_model_requests(perf_model_t *m, const perf_opts_t *o,
                                                perf_build_fn build, void *ctx);
+
+/* ---- perf_shm.c: --shared-memory system ---- */
+
+/* Creates /dev/shm/<name> holding size bytes (data, or zeros when NULL); in m->regions. */
+NR_MUST_CHECK nr_status_t *perf_shm_create(perf_model_t *m, const char *name, const void *data,
+                                           size_t size);
+/* Removes m's regions from /dev/shm. */
+void perf_shm_free(perf_model_t *m);
 
 /* ---- perf_data.c: --input-data <file.json>, perf_analyzer's format ---- */
 
@@ -204,6 +239,9 @@ NR_MUST_CHECK nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_
                                                 perf_model_t *m);
 NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o,
                                                   perf_server_stats_t *s);
+/* SystemSharedMemoryRegister (key "/<name>", offset 0); name NULL: SystemSharedMemoryUnregister
+ * of every region. */
+NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
 /* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. */
 NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request,
                                            nr_buf_t *scratch, perf_resp_t *r);
@@ -318,6 +356,11 @@ typedef struct {
     perf_grpc_t g;
     perf_metrics_t metrics;
 } perf_ctl_t;
+
+/* perf_shm.c, with the server: as perf_analyzer, every system region the server holds is
+ * unregistered first, then m's are registered (outputs first); and all again at the end. */
+NR_MUST_CHECK nr_status_t *perf_shm_register(perf_ctl_t *c, const perf_model_t *m);
+NR_MUST_CHECK nr_status_t *perf_shm_unregister(perf_ctl_t *c);
 
 /* PERF_STEP_ALL: not stable, and --report-unstable reports every window of the level merged. */
 typedef enum {

@@ -124,15 +124,23 @@ nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf_t *
     return call(g, METHOD("ModelInfer"), request->data, request->len, scratch, r);
 }
 
-/* A query: pack `req`, call, the response's bytes into *out; errors "failed to get <what>: ". */
-static nr_status_t *query(perf_grpc_t *g, const char *what, const char *method,
-                          const ProtobufCMessage *req, nr_buf_t *out)
+/* Packs `req` and calls; the response's bytes into *out. */
+static nr_status_t *call_msg(perf_grpc_t *g, const char *method, const ProtobufCMessage *req,
+                             nr_buf_t *out)
 {
     size_t len = protobuf_c_message_get_packed_size(req);
     uint8_t *buf = nr_malloc(len ? len : 1);
     protobuf_c_message_pack(req, buf);
     nr_status_t *st = call(g, method, buf, len, out, NULL);
     free(buf);
+    return st;
+}
+
+/* A query: call_msg; errors "failed to get <what>: ". */
+static nr_status_t *query(perf_grpc_t *g, const char *what, const char *method,
+                          const ProtobufCMessage *req, nr_buf_t *out)
+{
+    nr_status_t *st = call_msg(g, method, req, out);
     if (st) {
         nr_status_t *e = nr_status_new(st->code, "failed to get %s: %s", what, st->msg);
         nr_status_free(st);
@@ -172,8 +180,38 @@ static int max_batch_size(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* --shared-memory system: a tensor's two parameters, shared_memory_region and
+ * shared_memory_byte_size, as an input's map entries or an output's. */
+typedef struct {
+    Inference__InferParameter region, size;
+    Inference__ModelInferRequest__InferInputTensor__ParametersEntry in[2], *inp[2];
+    Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry out[2], *outp[2];
+} shm_params_t;
+
+static void shm_params(shm_params_t *p, const char *region, size_t bytes)
+{
+    Inference__InferParameter v = INFERENCE__INFER_PARAMETER__INIT;
+    p->region = v, p->size = v;
+    p->region.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM;
+    p->region.string_param = (char *)region;
+    p->size.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+    p->size.int64_param = (int64_t)bytes;
+    Inference__ModelInferRequest__InferInputTensor__ParametersEntry ie =
+        INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__PARAMETERS_ENTRY__INIT;
+    Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry oe =
+        INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__PARAMETERS_ENTRY__INIT;
+    const char *keys[2] = {"shared_memory_region", "shared_memory_byte_size"};
+    Inference__InferParameter *vals[2] = {&p->region, &p->size};
+    for (int k = 0; k < 2; k++) {
+        p->in[k] = ie, p->out[k] = oe;
+        p->in[k].key = p->out[k].key = (char *)keys[k];
+        p->in[k].value = p->out[k].value = vals[k];
+        p->inp[k] = &p->in[k], p->outp[k] = &p->out[k];
+    }
+}
+
 /* One ModelInfer request, serialized: the inputs with their shapes and raw contents, every
- * output asked for. */
+ * output asked for; with --shared-memory system, the regions instead of contents. */
 static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_t *data,
                                  nr_buf_t *out)
 {
@@ -184,6 +222,8 @@ static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_
     Inference__ModelInferRequest__InferInputTensor *ins = nr_calloc(m->n_inputs + 1, sizeof(*ins));
     Inference__ModelInferRequest__InferInputTensor **inp = nr_calloc(m->n_inputs + 1, sizeof(*inp));
     ProtobufCBinaryData *raw = nr_calloc(m->n_inputs + 1, sizeof(*raw));
+    shm_params_t *sp = nr_calloc(m->n_inputs + m->n_outputs + 1, sizeof(*sp));
+    size_t n_raw = 0;
     for (size_t i = 0; i < m->n_inputs; i++) {
         Inference__ModelInferRequest__InferInputTensor init =
             INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
@@ -191,8 +231,13 @@ static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_
         ins[i].name = m->inputs[i].name, ins[i].datatype = m->inputs[i].datatype;
         ins[i].shape = m->inputs[i].shape, ins[i].n_shape = m->inputs[i].n_shape;
         inp[i] = &ins[i];
-        raw[i].data = (uint8_t *)data->data + m->inputs[i].offset;
-        raw[i].len = m->inputs[i].bytes;
+        if (m->inputs[i].region) {
+            shm_params(&sp[i], m->inputs[i].region, m->inputs[i].bytes);
+            ins[i].parameters = sp[i].inp, ins[i].n_parameters = 2;
+            continue;
+        }
+        raw[n_raw].data = (uint8_t *)data->data + m->inputs[i].offset;
+        raw[n_raw++].len = m->inputs[i].bytes;
     }
     Inference__ModelInferRequest__InferRequestedOutputTensor *outs =
         nr_calloc(m->n_outputs + 1, sizeof(*outs));
@@ -202,11 +247,16 @@ static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_
         Inference__ModelInferRequest__InferRequestedOutputTensor init =
             INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__INIT;
         outs[i] = init;
-        outs[i].name = m->outputs[i];
+        outs[i].name = m->outputs[i].name;
         outp[i] = &outs[i];
+        if (m->outputs[i].region) {
+            shm_params_t *p = &sp[m->n_inputs + i];
+            shm_params(p, m->outputs[i].region, m->outputs[i].shm_bytes);
+            outs[i].parameters = p->outp, outs[i].n_parameters = 2;
+        }
     }
     req.inputs = inp, req.n_inputs = m->n_inputs;
-    req.raw_input_contents = raw, req.n_raw_input_contents = m->n_inputs;
+    req.raw_input_contents = raw, req.n_raw_input_contents = n_raw;
     req.outputs = outp, req.n_outputs = m->n_outputs;
     size_t len = inference__model_infer_request__get_packed_size(&req);
     nr_buf_reserve(out, len);
@@ -214,6 +264,7 @@ static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_
     free(ins);
     free(inp);
     free(raw);
+    free(sp);
     free(outs);
     free(outp);
     return NULL;
@@ -260,9 +311,13 @@ nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_mod
             st = perf_input_init(&m->inputs[i], t->name, t->datatype, t->shape, t->n_shape,
                                  m->max_batch_size, o);
         }
-        m->outputs = nr_calloc(meta->n_outputs + 1, sizeof(char *));
-        for (; m->n_outputs < meta->n_outputs; m->n_outputs++)
-            m->outputs[m->n_outputs] = nr_strdup(meta->outputs[m->n_outputs]->name);
+        m->outputs = nr_calloc(meta->n_outputs + 1, sizeof(perf_output_t));
+        for (; m->n_outputs < meta->n_outputs; m->n_outputs++) {
+            const Inference__ModelMetadataResponse__TensorMetadata *t =
+                meta->outputs[m->n_outputs];
+            perf_output_init(&m->outputs[m->n_outputs], t->name, t->datatype, t->shape,
+                             t->n_shape, m->max_batch_size, o);
+        }
     }
     if (st == NULL) /* ModelInfer, serialized once per request */
         st = perf_model_requests(m, o, grpc_request, (void *)o);
@@ -272,6 +327,27 @@ nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_mod
         inference__model_config_response__free_unpacked(cfg, NULL);
     if (server)
         inference__server_metadata_response__free_unpacked(server, NULL);
+    nr_buf_free(&resp);
+    return st;
+}
+
+nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes)
+{
+    nr_buf_t resp;
+    nr_buf_init(&resp);
+    nr_status_t *st;
+    if (name) {
+        Inference__SystemSharedMemoryRegisterRequest req =
+            INFERENCE__SYSTEM_SHARED_MEMORY_REGISTER_REQUEST__INIT;
+        char *key = nr_asprintf("/%s", name);
+        req.name = (char *)name, req.key = key, req.byte_size = bytes;
+        st = call_msg(g, METHOD("SystemSharedMemoryRegister"), &req.base, &resp);
+        free(key);
+    } else {
+        Inference__SystemSharedMemoryUnregisterRequest req =
+            INFERENCE__SYSTEM_SHARED_MEMORY_UNREGISTER_REQUEST__INIT;
+        st = call_msg(g, METHOD("SystemSharedMemoryUnregister"), &req.base, &resp);
+    }
     nr_buf_free(&resp);
     return st;
 }

@@ -269,8 +269,9 @@ static nr_status_t *fetch(perf_conn_t *c, const char *what, const char *path, ch
     return NULL;
 }
 
-/* One metadata tensor ({"name","datatype","shape"}) into in. */
-static nr_status_t *http_input(const nr_jv_t *e, int mbs, const perf_opts_t *o, perf_input_t *in)
+/* One metadata tensor ({"name","datatype","shape"}) into in, or (in NULL) into out. */
+static nr_status_t *http_tensor(const nr_jv_t *e, int mbs, const perf_opts_t *o,
+                                perf_input_t *in, perf_output_t *out)
 {
     const nr_jv_t *shape = nr_jv_get(e, "shape");
     size_t nd = shape && shape->type == NR_JV_ARRAY ? shape->n : 0;
@@ -279,11 +280,30 @@ static nr_status_t *http_input(const nr_jv_t *e, int mbs, const perf_opts_t *o, 
         dims[k] = nr_jv_is_number(&shape->u.items[k]) ? (int64_t)nr_jv_number(&shape->u.items[k])
                                                       : -1;
     char *name = jstr(nr_jv_get(e, "name")), *dt = jstr(nr_jv_get(e, "datatype"));
-    nr_status_t *st = perf_input_init(in, name, dt, dims, nd, mbs, o);
+    nr_status_t *st = NULL;
+    if (in)
+        st = perf_input_init(in, name, dt, dims, nd, mbs, o);
+    else
+        perf_output_init(out, name, dt, dims, nd, mbs, o);
     free(name);
     free(dt);
     free(dims);
     return st;
+}
+
+/* A tensor's "parameters": its region with --shared-memory system, else binary data. */
+static void http_params(nr_buf_t *json, const char *region, size_t shm_bytes, bool input,
+                        size_t bytes)
+{
+    if (region) {
+        nr_buf_puts(json, ",\"parameters\":{\"shared_memory_region\":");
+        nr_buf_json_str(json, region, strlen(region));
+        nr_buf_printf(json, ",\"shared_memory_byte_size\":%zu}}", shm_bytes);
+    } else if (input) {
+        nr_buf_printf(json, ",\"parameters\":{\"binary_data_size\":%zu}}", bytes);
+    } else {
+        nr_buf_puts(json, ",\"parameters\":{\"binary_data\":true}}");
+    }
 }
 
 typedef struct {
@@ -292,7 +312,8 @@ typedef struct {
 } http_ctx_t;
 
 /* One infer request: the JSON header (inputs with their shapes, binary data, every output
- * asked for as binary), then each input's bytes. */
+ * asked for as binary), then each input's bytes; with --shared-memory system the header alone,
+ * naming the regions. */
 static nr_status_t *http_request(void *arg, const perf_model_t *m, const nr_buf_t *data,
                                  nr_buf_t *req)
 {
@@ -307,19 +328,20 @@ static nr_status_t *http_request(void *arg, const perf_model_t *m, const nr_buf_
         nr_buf_printf(&json, ",\"shape\":[");
         for (size_t k = 0; k < in->n_shape; k++)
             nr_buf_printf(&json, "%s%lld", k ? "," : "", (long long)in->shape[k]);
-        nr_buf_printf(&json, "],\"datatype\":\"%s\",\"parameters\":{\"binary_data_size\":%zu}}",
-                      in->datatype, in->bytes);
+        nr_buf_printf(&json, "],\"datatype\":\"%s\"", in->datatype);
+        http_params(&json, in->region, in->bytes, true, in->bytes);
     }
     nr_buf_puts(&json, "],\"outputs\":[");
     for (size_t i = 0; i < m->n_outputs; i++) {
         nr_buf_printf(&json, "%s{\"name\":", i ? "," : "");
-        nr_buf_json_str(&json, m->outputs[i], strlen(m->outputs[i]));
-        nr_buf_puts(&json, ",\"parameters\":{\"binary_data\":true}}");
+        const perf_output_t *out = &m->outputs[i];
+        nr_buf_json_str(&json, out->name, strlen(out->name));
+        http_params(&json, out->region, out->shm_bytes, false, 0);
     }
     nr_buf_puts(&json, "]}");
     size_t body = 0;
     for (size_t i = 0; i < m->n_inputs; i++)
-        body += m->inputs[i].bytes;
+        body += m->inputs[i].region ? 0 : m->inputs[i].bytes;
     nr_buf_printf(req, "POST %s HTTP/1.1\r\nHost: %s:%d\r\n", m->path, ctx->c->host,
                   ctx->c->port);
     for (size_t i = 0; i < ctx->o->n_headers; i++)
@@ -329,7 +351,8 @@ static nr_status_t *http_request(void *arg, const perf_model_t *m, const nr_buf_
                   json.len, json.len + body);
     nr_buf_append(req, json.data, json.len);
     for (size_t i = 0; i < m->n_inputs; i++)
-        nr_buf_append(req, data->data + m->inputs[i].offset, m->inputs[i].bytes);
+        if (m->inputs[i].region == NULL)
+            nr_buf_append(req, data->data + m->inputs[i].offset, m->inputs[i].bytes);
     nr_buf_free(&json);
     return NULL;
 }
@@ -363,13 +386,14 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
     size_t n_in = ins && ins->type == NR_JV_ARRAY ? ins->n : 0;
     m->inputs = nr_calloc(n_in + 1, sizeof(perf_input_t));
     for (size_t i = 0; i < n_in && !st; i++, m->n_inputs++)
-        st = http_input(&ins->u.items[i], m->max_batch_size, o, &m->inputs[i]);
+        st = http_tensor(&ins->u.items[i], m->max_batch_size, o, &m->inputs[i], NULL);
     if (st)
         goto out;
     size_t n_out = outs && outs->type == NR_JV_ARRAY ? outs->n : 0;
-    m->outputs = nr_calloc(n_out + 1, sizeof(char *));
+    m->outputs = nr_calloc(n_out + 1, sizeof(perf_output_t));
     for (m->n_outputs = 0; m->n_outputs < n_out; m->n_outputs++)
-        m->outputs[m->n_outputs] = jstr(nr_jv_get(&outs->u.items[m->n_outputs], "name"));
+        (void)http_tensor(&outs->u.items[m->n_outputs], m->max_batch_size, o, NULL,
+                          &m->outputs[m->n_outputs]);
 
     m->path = nr_asprintf("%s/infer", base);
     http_ctx_t ctx = {.c = c, .o = o};
@@ -383,6 +407,31 @@ out:
     free(t1);
     free(t2);
     free(t3);
+    return st;
+}
+
+nr_status_t *perf_http_shm(perf_conn_t *c, const char *name, size_t bytes)
+{
+    nr_buf_t path, body;
+    nr_buf_init(&path);
+    nr_buf_init(&body);
+    if (name) {
+        nr_buf_printf(&path, "/v2/systemsharedmemory/region/%s/register", name);
+        nr_buf_puts(&body, "{\"key\":");
+        char *key = nr_asprintf("/%s", name);
+        nr_buf_json_str(&body, key, strlen(key));
+        free(key);
+        nr_buf_printf(&body, ",\"offset\":0,\"byte_size\":%zu}", bytes);
+    } else {
+        nr_buf_puts(&path, "/v2/systemsharedmemory/unregister");
+    }
+    nr_buf_putc(&path, '\0');
+    perf_resp_t r;
+    nr_status_t *st = perf_exchange(c, "POST", path.data, NULL, body.data, body.len, &r);
+    if (st == NULL && r.status != 200)
+        st = server_error(&r);
+    nr_buf_free(&path);
+    nr_buf_free(&body);
     return st;
 }
 

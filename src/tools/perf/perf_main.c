@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  [--input-data zero|random|<file.json>] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
     "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
     "  [--warmup-request-count <n>] [--request-count <n>] [--collect-metrics]\n"
+    "  [--shared-memory none|system] [--output-shared-memory-size <bytes>]\n"
     "  [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
@@ -35,7 +36,7 @@ static const char usage_text[] =
     "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--request-intervals, --streaming, --shared-memory system, --input-data <directory>,\n"
+    "--request-intervals, --streaming, --shared-memory cuda, --input-data <directory>,\n"
     "--profile-export-file, --binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
@@ -266,10 +267,17 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             if (o->metrics_interval_ms == 0)
                 usage_error("metrics-interval must be > 0", NULL);
             break;
-        case OPT_OUT_SHM: break; /* only with --shared-memory, which is refused */
+        case OPT_OUT_SHM:
+            o->output_shm_size = parse_u64("output-shared-memory-size", optarg);
+            break;
         case OPT_SHM:
-            if (strcmp(optarg, "none") != 0)
-                usage_error("--shared-memory %s is not supported by nereid-perf yet", optarg);
+            if (strcmp(optarg, "cuda") == 0)
+                usage_error("--shared-memory cuda is not supported by nereid-perf (a GPU build "
+                            "of perf_analyzer has it)", NULL);
+            else if (strcmp(optarg, "system") != 0 && strcmp(optarg, "none") != 0)
+                usage_error("unsupported shared memory type '%s' (none, system or cuda)",
+                            optarg);
+            o->shm_system = strcmp(optarg, "system") == 0;
             break;
         case OPT_SERVICE:
             if (strcmp(optarg, "triton") != 0)
@@ -474,6 +482,10 @@ int main(int argc, char **argv)
         rc = fail(NULL, st);
         goto out_model;
     }
+    if (o.shm_system && (st = perf_shm_register(&c, &m)) != NULL) {
+        rc = fail(NULL, st);
+        goto out_shm;
+    }
     if (perf_data_is_file(&o)) /* perf_analyzer's line, its leading space included */
         printf(" Successfully read data for 1 stream/streams with %zu step/steps.\n",
                m.n_requests);
@@ -489,6 +501,13 @@ int main(int argc, char **argv)
         perf_print_settings(&o);
         fflush(stdout);
         rc = sweep(&c, &o, &m);
+    }
+out_shm:
+    if (o.shm_system && (st = perf_shm_unregister(&c)) != NULL) {
+        if (rc == PERF_EXIT_OK)
+            rc = fail(NULL, st);
+        else
+            nr_status_free(st);
     }
 out_model:
     perf_model_free(&m);

@@ -38,6 +38,7 @@ void perf_opts_defaults(perf_opts_t *o)
     o->percentile = -1;
     o->string_length = 128;
     o->input_data = "random";
+    o->output_shm_size = 102400;
     o->metrics_interval_ms = 1000;
 }
 

@@ -81,6 +81,22 @@ nr_status_t *perf_input_init(perf_input_t *in, const char *name, const char *dat
     return NULL;
 }
 
+void perf_output_init(perf_output_t *out, const char *name, const char *datatype,
+                      const int64_t *dims, size_t nd, int mbs, const perf_opts_t *o)
+{
+    memset(out, 0, sizeof(*out));
+    out->name = nr_strdup(name);
+    int size = type_size(datatype);
+    size_t bytes = size > 0 ? (size_t)size * (size_t)o->batch : 0;
+    for (size_t k = mbs > 0 && nd > 0 ? 1 : 0; k < nd; k++)
+        bytes = dims[k] < 0 ? 0 : bytes * (size_t)dims[k];
+    out->bytes = bytes;
+    if (o->shm_system) { /* perf_analyzer's sizes: the output's, else the option's per batch */
+        out->region = nr_strdup(name);
+        out->shm_bytes = bytes ? bytes : (size_t)o->output_shm_size * (size_t)o->batch;
+    }
+}
+
 static uint64_t next(uint64_t *s)
 {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -125,8 +141,10 @@ void perf_model_free(perf_model_t *m)
         free(m->inputs[i].datatype);
         free(m->inputs[i].shape);
     }
-    for (size_t i = 0; i < m->n_outputs; i++)
-        free(m->outputs[i]);
+    for (size_t i = 0; i < m->n_outputs; i++) {
+        free(m->outputs[i].name);
+        free(m->outputs[i].region);
+    }
     free(m->inputs);
     free(m->outputs);
     free(m->version);
@@ -134,6 +152,7 @@ void perf_model_free(perf_model_t *m)
     for (size_t i = 0; i < m->n_requests; i++)
         nr_buf_free(&m->requests[i]);
     free(m->requests);
+    perf_shm_free(m);
 }
 
 /* ---- server statistics ---- */
@@ -175,19 +194,45 @@ static nr_buf_t *next_request(perf_model_t *m)
     return r;
 }
 
+/* Request `step` built from data: with --shared-memory system each input's bytes first go
+ * to its own region, <input>_0_<step> as perf_analyzer names it (one stream). */
+static nr_status_t *build_step(perf_model_t *m, const perf_opts_t *o, size_t step,
+                               const nr_buf_t *data, perf_build_fn build, void *ctx)
+{
+    nr_status_t *st = NULL;
+    for (size_t i = 0; o->shm_system && st == NULL && i < m->n_inputs; i++) {
+        perf_input_t *in = &m->inputs[i];
+        free(in->region);
+        in->region = nr_asprintf("%s_0_%zu", in->name, step);
+        st = perf_shm_create(m, in->region, data->data + in->offset, in->bytes);
+    }
+    if (st == NULL)
+        st = build(ctx, m, data, next_request(m));
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        free(m->inputs[i].region);
+        m->inputs[i].region = NULL;
+    }
+    return st;
+}
+
 nr_status_t *perf_model_requests(perf_model_t *m, const perf_opts_t *o, perf_build_fn build,
                                  void *ctx)
 {
     nr_buf_t data;
+    nr_status_t *st = NULL;
+    for (size_t i = 0; o->shm_system && st == NULL && i < m->n_outputs; i++)
+        st = perf_shm_create(m, m->outputs[i].region, NULL, m->outputs[i].shm_bytes);
+    if (st)
+        return st;
     if (!perf_data_is_file(o)) {
         model_data(m, o, &data);
-        nr_status_t *st = build(ctx, m, &data, next_request(m));
+        st = build_step(m, o, 0, &data, build, ctx);
         nr_buf_free(&data);
         return st;
     }
     perf_entry_t *es = NULL;
     size_t n = 0;
-    nr_status_t *st = perf_data_json(o->input_data, o, m, &es, &n);
+    st = perf_data_json(o->input_data, o, m, &es, &n);
     /* each entry's shapes in place of the inputs' for its request, then theirs back */
     int64_t **shapes = nr_calloc(m->n_inputs + 1, sizeof(*shapes));
     size_t *n_shapes = nr_calloc(m->n_inputs + 1, sizeof(*n_shapes));
@@ -203,7 +248,7 @@ nr_status_t *perf_model_requests(perf_model_t *m, const perf_opts_t *o, perf_bui
             in->offset = es[e].offsets[i];
             in->bytes = es[e].bytes[i];
         }
-        st = build(ctx, m, &es[e].data, next_request(m));
+        st = build_step(m, o, e, &es[e].data, build, ctx);
     }
     for (size_t i = 0; i < m->n_inputs; i++) {
         m->inputs[i].shape = shapes[i];
