@@ -47,6 +47,7 @@ def grpc_url(small_server):
     ["--request-rate-range", "100:200:100", "--request-distribution", "poisson", "-v"],
     ["--collect-metrics", "--metrics-interval", "100", "--concurrency-range", "1:2"],
     ["--request-count", "40", "--concurrency-range", "4", "--percentile=95"],
+    ["--request-intervals", "@intervals", "-v"],
 ])
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, small_server, tmp_path, args,
@@ -55,6 +56,9 @@ def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, small_server,
     u = grpc_url if protocol == "grpc" else url
     if "--collect-metrics" in args:  # Model Analyzer's flags; no GPU series on this server
         args = args + ["--metrics-url", f"127.0.0.1:{small_server.metrics_port}/metrics"]
+    if "@intervals" in args:  # 1000 2000 500 us: 857 requests/s
+        (tmp_path / "intervals.txt").write_text("1000\n2000\n500\n")
+        args = [str(tmp_path / "intervals.txt") if a == "@intervals" else a for a in args]
     for name, tool in (("pa", PA), ("perf", PERF)):
         csv = tmp_path / f"{name}.csv"
         r = run(tool, ["-m", "simple", "-u", u, "-i", protocol, *FAST, "-f", str(csv),
@@ -637,3 +641,48 @@ def test_shared_memory_errors(url, grpc_url):
             os.unlink("/dev/shm/" + key)
     r = run(PERF, ["-m", "identity_fp32", "-u", url, "--shared-memory", "cuda"])
     assert r.returncode == 99 and "--shared-memory cuda is not supported" in r.stderr
+
+
+# ---- --request-intervals ----
+
+def test_request_intervals_are_sent_in_turn(tmp_path):
+    """--request-intervals: the gaps between sends follow the file in turn, looped (2 ms then
+    18 ms here, measured at a stand-in server: a constant rate would give 10 ms each), and
+    the level is their mean rate, truncated as perf_analyzer shows it."""
+    arrivals = []
+    answers = {"/v2": {"name": "stand-in", "version": "0", "extensions": []},
+               "/v2/models/m": {"name": "m", "inputs": [{"name": "A", "datatype": "FP32",
+                                                          "shape": [1]}], "outputs": []},
+               "/v2/models/m/config": {"name": "m", "max_batch_size": 0}}
+    f = tmp_path / "intervals.txt"
+    f.write_text("2000\n\n18000\n")
+    with StandIn(answers, lambda *a: arrivals.append(time.monotonic())) as srv:
+        r = run(PERF, ["-m", "m", "-u", srv.url, "-p", "1000", "-s", "1000", "-r", "3",
+                       "--request-intervals", str(f)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^Request Rate: 100, throughput: [\d.]+ infer/sec", r.stdout, re.M), r.stdout
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    short = sum(g < 0.008 for g in gaps) / len(gaps)
+    long = sum(g > 0.012 for g in gaps) / len(gaps)
+    assert len(gaps) > 100 and short > 0.3 and long > 0.3, (short, long, len(gaps))
+
+
+def test_request_intervals_errors(url, tmp_path):
+    f = tmp_path / "intervals.txt"
+    f.write_text("1000\n")
+    for tool in (PA, PERF):  # perf_analyzer's texts
+        r = run(tool, ["-m", "simple", "-u", url, "--request-intervals", str(tmp_path / "none")])
+        assert r.returncode == 99 and "Error: Failed to parse --request-intervals. The value " \
+            "must be a valid file path" in r.stdout + r.stderr, (tool, r.stderr)
+        r = run(tool, ["-m", "simple", "-u", url, "--request-intervals", str(f),
+                       "--concurrency-range", "2"])
+        assert r.returncode == 99 and "Error: Cannot specify more then one inference load " \
+            "mode." in r.stdout + r.stderr, (tool, r.stderr)
+    # perf_analyzer 2.51 crashes on these two (std::invalid_argument; a segfault)
+    f.write_text("1000\nabc\n")
+    r = run(PERF, ["-m", "simple", "-u", url, "--request-intervals", str(f)])
+    assert r.returncode == 99 and f"--request-intervals {f}: line 2: 'abc' is not a number of " \
+        "microseconds" in r.stderr, r.stderr
+    f.write_text("")
+    r = run(PERF, ["-m", "simple", "-u", url, "--request-intervals", str(f)])
+    assert r.returncode == 99 and f"file '{f}' is empty" in r.stderr, r.stderr

@@ -57,6 +57,10 @@ typedef struct {
     bool conc_given;
     double rate_start, rate_end, rate_step; /* --request-rate-range: rate mode when given */
     bool rate_mode, poisson;
+    /* --request-intervals <file>: the gaps between sends (ns), in turn and looped; rate mode at
+     * their mean rate, one level */
+    uint64_t *intervals_ns;
+    size_t n_intervals;
     uint64_t max_threads; /* 0: the default (16) */
     uint64_t interval_ms;
     bool count_windows;

@@ -38,6 +38,8 @@ struct perf_load_s {
     /* rate mode: the schedule, taken in order under mu */
     double rate;
     bool poisson;
+    const uint64_t *intervals; /* --request-intervals, taken in turn */
+    size_t n_intervals, next_interval;
     pthread_mutex_t mu;
     uint64_t next_ns, rng;
     uint64_t win_start;
@@ -53,7 +55,10 @@ static uint64_t next_send(perf_load_t *l)
     pthread_mutex_lock(&l->mu);
     uint64_t t = l->next_ns;
     double gap = 1e9 / l->rate;
-    if (l->poisson) { /* exponential gaps: -ln(U)/rate, U uniform in (0, 1] */
+    if (l->n_intervals) {
+        gap = (double)l->intervals[l->next_interval++];
+        l->next_interval %= l->n_intervals;
+    } else if (l->poisson) { /* exponential gaps: -ln(U)/rate, U uniform in (0, 1] */
         l->rng ^= l->rng << 13, l->rng ^= l->rng >> 7, l->rng ^= l->rng << 17;
         gap *= -log((double)((l->rng >> 11) + 1) / 9007199254740992.0);
     }
@@ -143,6 +148,8 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
     pthread_mutex_init(&l->mu, NULL);
     l->rate = rate;
     l->poisson = o->poisson;
+    l->intervals = o->intervals_ns;
+    l->n_intervals = o->intervals_ns ? o->n_intervals : 0;
     l->rng = 0x2545f4914f6cdd1dull; /* the same schedule every run, as perf_analyzer's */
     l->next_ns = perf_now_ns();
     if (rate > 0)

@@ -6,8 +6,10 @@
 
 #include "../../common/alloc.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <grpc/grpc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +35,11 @@ static const char usage_text[] =
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
+    "  [--request-intervals <file of microseconds, one per line>]\n"
     "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--request-intervals, --streaming, --shared-memory cuda, --input-data <directory>,\n"
+    "--streaming, --shared-memory cuda, --input-data <directory>,\n"
     "--profile-export-file, --binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
@@ -154,9 +157,52 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* --request-intervals: one gap in microseconds per line (blank lines skipped), sent in turn
+ * and looped; the level is their mean rate, truncated as perf_analyzer shows it. */
+static void read_intervals(perf_opts_t *o, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        usage_error("Failed to parse --request-intervals. The value must be a valid file path",
+                    NULL);
+    char line[256];
+    uint64_t sum = 0;
+    for (size_t n = 1; fgets(line, sizeof(line), f); n++) {
+        char *p = line, *end;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\n' || *p == '\r' || *p == '\0')
+            continue;
+        errno = 0;
+        unsigned long long us = strtoull(p, &end, 10);
+        while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+            end++;
+        if (errno || end == p || *end || *p == '-' || us > UINT64_MAX / 1000 - sum) {
+            fprintf(stderr, "Error: --request-intervals %s: line %zu: '%.*s' is not a number of "
+                    "microseconds\n", path, n, (int)strcspn(p, "\r\n"), p);
+            exit(PERF_EXIT_ERROR);
+        }
+        o->intervals_ns = nr_realloc(o->intervals_ns, (o->n_intervals + 1) * sizeof(uint64_t));
+        o->intervals_ns[o->n_intervals++] = us * 1000;
+        sum += us * 1000;
+    }
+    fclose(f);
+    if (o->n_intervals == 0 || sum == 0) {
+        fprintf(stderr, o->n_intervals ? "Error: --request-intervals %s: the intervals add up "
+                "to 0\n" : "file '%s' is empty\n", path);
+        exit(PERF_EXIT_ERROR);
+    }
+    o->rate_mode = true;
+    o->rate_start = o->rate_end = floor(1e9 * (double)o->n_intervals / (double)sum);
+    o->rate_step = 1;
+    if (o->rate_start < 1) /* slower than one a second: the rate itself, not 0 */
+        o->rate_start = o->rate_end = 1e9 * (double)o->n_intervals / (double)sum;
+}
+
 static void parse_args(int argc, char **argv, perf_opts_t *o)
 {
     perf_opts_defaults(o);
+    const char *intervals = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "vdazc:u:m:x:b:t:p:i:H:l:r:s:f:h", long_opts, NULL)) != -1) {
         switch (c) {
@@ -303,7 +349,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
-        case OPT_INTERVALS: case OPT_STREAMING: case OPT_EXPORT:
+        case OPT_INTERVALS: intervals = optarg; break;
+        case OPT_STREAMING: case OPT_EXPORT:
         case OPT_BINARY:
             usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
             break;
@@ -323,9 +370,12 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         usage_error("-H is only for HTTP (perf_analyzer: headers are an HTTP feature)", NULL);
     if (o->batch < 1)
         usage_error("batch size must be > 0", NULL);
-    if (o->rate_mode && o->conc_given)
-        usage_error("Cannot specify --concurrency-range and --request-rate-range "
-                    "simultaneously.", NULL);
+    if (o->rate_mode + o->conc_given + (intervals != NULL) > 1)
+        usage_error("Cannot specify more then one inference load mode. Please choose only one "
+                    "of the following modes: --concurrency-range, --periodic-concurrency-range, "
+                    "--request-rate-range, or --request-intervals.", NULL);
+    if (intervals)
+        read_intervals(o, intervals);
     if (o->request_total) { /* one window of exactly that many requests */
         if (o->rate_mode ? o->rate_end != 0 && o->rate_end != o->rate_start
                          : o->conc_end != 0 && o->conc_end != o->conc_start)
@@ -375,6 +425,7 @@ static void opts_free(perf_opts_t *o)
         free(o->headers[i].value);
     }
     free(o->headers);
+    free(o->intervals_ns);
 }
 
 /* The sweep over --concurrency-range; returns the exit code. */
@@ -390,7 +441,9 @@ static int sweep(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
         if (o->rate_mode ? o->rate_end != 0 && rate > o->rate_end * (1 + 1e-9)
                          : o->conc_end != 0 && c > o->conc_end)
             break;
-        if (o->rate_mode)
+        if (o->n_intervals) /* perf_analyzer names no level */
+            ;
+        else if (o->rate_mode)
             printf("Request Rate: %g inference requests per seconds\n", rate);
         else
             printf("Request concurrency: %llu\n", (unsigned long long)c);

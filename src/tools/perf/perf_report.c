@@ -55,7 +55,7 @@ void perf_print_settings(const perf_opts_t *o)
                (unsigned long long)o->request_count);
     else
         printf("  Measurement window: %llu msec\n", (unsigned long long)o->interval_ms);
-    if (o->rate_mode) {
+    if (o->rate_mode && o->n_intervals == 0) { /* none for --request-intervals */
         printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
         printf("  Request Rate limit: %g requests per seconds\n",
                o->rate_start > o->rate_end ? o->rate_start : o->rate_end);
