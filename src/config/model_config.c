@@ -438,3 +438,32 @@ size_t nr_dtype_size(nr_dtype_t t)
             return dtypes[i].size;
     return 0;
 }
+
+/* one case per type: no table lookup per element (JSON responses print every element) */
+#define JSON_ELEM(tag, type, put)                                                              \
+    case tag: {                                                                                \
+        type v;                                                                                \
+        memcpy(&v, e, sizeof(v));                                                              \
+        put;                                                                                   \
+        return true;                                                                           \
+    }
+
+bool nr_dtype_json_elem(nr_buf_t *b, nr_dtype_t t, const void *e)
+{
+    switch (t) {
+        JSON_ELEM(NR_TYPE_BOOL, uint8_t, nr_buf_puts(b, v ? "true" : "false"))
+        JSON_ELEM(NR_TYPE_UINT8, uint8_t, nr_buf_u64(b, v))
+        JSON_ELEM(NR_TYPE_INT8, int8_t, nr_buf_i64(b, v))
+        JSON_ELEM(NR_TYPE_UINT16, uint16_t, nr_buf_u64(b, v))
+        JSON_ELEM(NR_TYPE_INT16, int16_t, nr_buf_i64(b, v))
+        JSON_ELEM(NR_TYPE_UINT32, uint32_t, nr_buf_u64(b, v))
+        JSON_ELEM(NR_TYPE_INT32, int32_t, nr_buf_i64(b, v))
+        JSON_ELEM(NR_TYPE_UINT64, uint64_t, nr_buf_u64(b, v))
+        JSON_ELEM(NR_TYPE_INT64, int64_t, nr_buf_i64(b, v))
+        JSON_ELEM(NR_TYPE_FP32, float, nr_buf_double(b, (double)v))
+        JSON_ELEM(NR_TYPE_FP64, double, nr_buf_double(b, v))
+    default:
+        return false;
+    }
+}
+#undef JSON_ELEM

@@ -9,6 +9,7 @@
 #ifndef NR_MODEL_CONFIG_H
 #define NR_MODEL_CONFIG_H
 
+#include "../common/buf.h"
 #include "../common/status.h"
 
 #include <stdbool.h>
@@ -342,5 +343,9 @@ const char *nr_dtype_kserve_name(nr_dtype_t t); /* NULL for INVALID */
 nr_dtype_t nr_dtype_from_kserve(const char *s, size_t n); /* INVALID if unknown */
 const char *nr_dtype_enum_name(nr_dtype_t t); /* "TYPE_FP32" */
 size_t nr_dtype_size(nr_dtype_t t); /* 0 for STRING / INVALID */
+/* Appends the element at e (nr_dtype_size(t) bytes, any alignment) as Triton's JSON writes
+ * it: BOOL true/false, integers, FP32/FP64 as rapidjson prints doubles. False (nothing
+ * appended) for a type JSON does not carry: FP16, BF16, STRING, INVALID. */
+bool nr_dtype_json_elem(nr_buf_t *b, nr_dtype_t t, const void *e);
 
 #endif

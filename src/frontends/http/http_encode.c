@@ -81,68 +81,8 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
             return no_memory(name);
         if (i)
             nr_buf_putc(b, ',');
-        const char *e = p + i * es;
-        switch (dt) {
-        case NR_TYPE_BOOL:
-            nr_buf_puts(b, *e ? "true" : "false");
-            break;
-        case NR_TYPE_UINT8:
-            nr_buf_u64(b, *(const uint8_t *)e);
-            break;
-        case NR_TYPE_INT8:
-            nr_buf_i64(b, *(const int8_t *)e);
-            break;
-        case NR_TYPE_UINT16: {
-            uint16_t v;
-            memcpy(&v, e, 2);
-            nr_buf_u64(b, v);
-            break;
-        }
-        case NR_TYPE_INT16: {
-            int16_t v;
-            memcpy(&v, e, 2);
-            nr_buf_i64(b, v);
-            break;
-        }
-        case NR_TYPE_UINT32: {
-            uint32_t v;
-            memcpy(&v, e, 4);
-            nr_buf_u64(b, v);
-            break;
-        }
-        case NR_TYPE_INT32: {
-            int32_t v;
-            memcpy(&v, e, 4);
-            nr_buf_i64(b, v);
-            break;
-        }
-        case NR_TYPE_UINT64: {
-            uint64_t v;
-            memcpy(&v, e, 8);
-            nr_buf_u64(b, v);
-            break;
-        }
-        case NR_TYPE_INT64: {
-            int64_t v;
-            memcpy(&v, e, 8);
-            nr_buf_i64(b, v);
-            break;
-        }
-        case NR_TYPE_FP32: {
-            float v;
-            memcpy(&v, e, 4);
-            nr_buf_double(b, (double)v);
-            break;
-        }
-        case NR_TYPE_FP64: {
-            double v;
-            memcpy(&v, e, 8);
-            nr_buf_double(b, v);
-            break;
-        }
-        default:
+        if (!nr_dtype_json_elem(b, dt, p + i * es))
             return nr_status_new(NR_INTERNAL, "output '%s' has an unsupported datatype", name);
-        }
     }
     nr_buf_putc(b, ']');
     return NULL;
