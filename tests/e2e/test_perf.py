@@ -686,3 +686,72 @@ def test_request_intervals_errors(url, tmp_path):
     f.write_text("")
     r = run(PERF, ["-m", "simple", "-u", url, "--request-intervals", str(f)])
     assert r.returncode == 99 and f"file '{f}' is empty" in r.stderr, r.stderr
+
+
+# ---- --profile-export-file ----
+
+def int32(v):
+    return (v + 2**31) % 2**32 - 2**31
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_profile_export_as_perf_analyzer(url, grpc_url, tmp_path, protocol):
+    """--profile-export-file: perf_analyzer's document (experiments with their mode and value,
+    every request of the reported windows with its send and response times, inputs and
+    outputs, the windows' boundaries), as many requests as the console counts, each answered
+    inside the windows; the values are the ones sent and computed (simple: OUTPUT0 = INPUT0 +
+    INPUT1, OUTPUT1 = INPUT0 - INPUT1); -b 2 gives one batch element's inputs and the whole
+    batch's outputs, as perf_analyzer writes them."""
+    import json
+    u = grpc_url if protocol == "grpc" else url
+    docs = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        f = tmp_path / f"{name}.json"
+        r = run(tool, ["-m", "simple", "-u", u, "-i", protocol, *FAST, "--concurrency-range",
+                       "1:2", "-b", "2", "--profile-export-file", str(f)])
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+        docs[name] = json.loads(f.read_text())
+        counts = [int(c) for c in re.findall(r"Request count: (\d+)", r.stdout)]
+        exps = docs[name]["experiments"]
+        assert [e["experiment"] for e in exps] == [{"mode": "concurrency", "value": 1},
+                                                   {"mode": "concurrency", "value": 2}]
+        assert [len(e["requests"]) for e in exps] == counts, name
+        for e in exps:
+            b = e["window_boundaries"]
+            assert len(b) == 4 and b == sorted(b), b
+            for q in e["requests"]:
+                assert b[0] <= q["response_timestamps"][0] <= b[-1], (name, q, b)
+                assert q["timestamp"] <= q["response_timestamps"][0]
+    pa, perf = docs["pa"], docs["perf"]
+    assert sorted(perf) == sorted(pa) and perf["version"] == pa["version"] == "2.51.0"
+    assert perf["service_kind"] == pa["service_kind"] and perf["endpoint"] == pa["endpoint"]
+    for p, q in zip(perf["experiments"][0]["requests"][:3], pa["experiments"][0]["requests"]):
+        assert sorted(p) == sorted(q) and len(p["response_outputs"]) == 1
+        for part in ("request_inputs", "response_outputs"):
+            first = lambda d: d if part == "request_inputs" else d[0]
+            assert {k: len(v) for k, v in first(p[part]).items()} == \
+                {k: len(v) for k, v in first(q[part]).items()}, part
+    for e in perf["experiments"]:
+        for q in e["requests"][:50]:
+            a, b = q["request_inputs"]["INPUT0"], q["request_inputs"]["INPUT1"]
+            out = q["response_outputs"][0]
+            assert out["OUTPUT0"][:16] == [int32(x + y) for x, y in zip(a, b)]
+            assert out["OUTPUT1"][:16] == [int32(x - y) for x, y in zip(a, b)]
+
+
+def test_profile_export_rate_mode_and_shared_memory(url, tmp_path):
+    """Rate mode is the "request_rate" experiment, valued as a real as perf_analyzer writes
+    it; with --shared-memory system the outputs are in the regions, not in the responses, so
+    each response's object is empty (perf_analyzer 2.51 writes stray numbers there)."""
+    import json
+    f = tmp_path / "p.json"
+    r = run(PERF, ["-m", "simple", "-u", url, *FAST, "--request-rate-range", "200",
+                   "--profile-export-file", str(f)])
+    assert r.returncode == 0, r.stderr
+    assert '{"experiment":{"mode":"request_rate","value":200.0}' in f.read_text()
+    r = run(PERF, ["-m", "simple", "-u", url, "--request-count", "5", "--shared-memory",
+                   "system", "--profile-export-file", str(f)])
+    assert r.returncode == 0, r.stderr
+    reqs = json.loads(f.read_text())["experiments"][0]["requests"]
+    assert len(reqs) == 5 and all(q["response_outputs"] == [{}] for q in reqs)
+    assert all(len(q["request_inputs"]["INPUT0"]) == 16 for q in reqs)

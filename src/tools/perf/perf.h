@@ -6,6 +6,7 @@
  *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
  *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
  *   perf_shm.c      --shared-memory system: the regions, registered over either protocol
+ *   perf_profile.c  --profile-export-file: every reported request, perf_analyzer's format
  *   perf_metrics.c  --collect-metrics: the server's GPU series from its Prometheus endpoint
  *   perf_load.c     the load (one thread per concurrency slot) and its windows
  *   perf_measure.c  one level measured: windows until stable, perf_analyzer's rules
@@ -29,6 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* the perf_analyzer whose flags, output and files nereid-perf follows */
+#define PERF_PA_VERSION "2.51.0"
+
 /* perf_analyzer's exit codes */
 #define PERF_EXIT_OK 0
 #define PERF_EXIT_UNSTABLE 2
@@ -48,6 +52,7 @@ typedef struct {
 typedef struct {
     const char *model, *version, *url, *protocol, *csv, *input_data;
     const char *json, *plot; /* nereid-perf's --json report and --plot SVG */
+    const char *profile_export; /* --profile-export-file */
     bool report_unstable;    /* a level not stable in -r windows: report them all merged */
     bool collect_metrics;
     const char *metrics_url; /* NULL: <-u's host>:8002/metrics */
@@ -99,6 +104,7 @@ typedef struct {
     const char *body; /* into conn->in, valid until the next exchange */
     size_t body_len;
     uint64_t send_ns, recv_ns; /* writing the request; reading the response after its first byte */
+    size_t json_len; /* Inference-Header-Content-Length, else body_len */
 } perf_resp_t;
 
 /* "host:port" (default port 8000) into c; no connection yet. */
@@ -109,6 +115,10 @@ void perf_conn_close(perf_conn_t *c);
 NR_MUST_CHECK nr_status_t *perf_exchange(perf_conn_t *c, const char *method, const char *path,
                                          const nr_buf_t *head, const void *body, size_t len,
                                          perf_resp_t *r);
+/* --profile-export-file: the outputs of an infer response as one JSON object (a tensor the
+ * response carries no data of, with --shared-memory, left out). */
+void perf_http_outputs(const perf_resp_t *r, nr_buf_t *out);
+
 /* A failed response's text: the server's {"error": ...}, else "HTTP <status>: <body>". */
 char *perf_error_text(const perf_resp_t *r);
 /* GET path: the body of a 200 answer (the caller frees *text); otherwise the server's
@@ -153,6 +163,7 @@ typedef struct {
     size_t n_requests;  /* serialized message): one, or one per --input-data entry; each
                          * worker sends them in turn */
     char *path;        /* /v2/models/<m>[/versions/<v>]/infer */
+    nr_buf_t *profile_inputs; /* --profile-export-file: each request's "request_inputs" */
 } perf_model_t;
 
 /* Reads the server and model metadata and config, checks -b against max_batch_size, applies
@@ -195,6 +206,20 @@ NR_MUST_CHECK nr_status_t *perf_shm_create(perf_model_t *m, const char *name, co
                                            size_t size);
 /* Removes m's regions from /dev/shm. */
 void perf_shm_free(perf_model_t *m);
+
+/* ---- perf_profile.c: --profile-export-file ---- */
+
+/* "<name>":[values] for a tensor of that datatype (BYTES as strings, FP16/BF16 as numbers),
+ * at most max_elems of them. */
+void perf_json_tensor(nr_buf_t *out, const char *name, size_t name_len, const char *datatype,
+                      size_t dt_len, const void *data, size_t bytes, size_t max_elems);
+/* A request's "request_inputs" object from the data it is built from (one batch element,
+ * as perf_analyzer writes it). */
+void perf_profile_inputs(const perf_model_t *m, const nr_buf_t *data, nr_buf_t *out);
+/* Appends one request's record (sent and answered in ns since the epoch; outputs as
+ * perf_http_outputs renders them) to records. */
+void perf_profile_record(nr_buf_t *records, const perf_model_t *m, size_t request,
+                         uint64_t sent_ns, uint64_t answered_ns, const nr_buf_t *outputs);
 
 /* ---- perf_data.c: --input-data <file.json>, perf_analyzer's format ---- */
 
@@ -246,6 +271,8 @@ NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opt
 /* SystemSharedMemoryRegister (key "/<name>", offset 0); name NULL: SystemSharedMemoryUnregister
  * of every region. */
 NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
+/* perf_http_outputs for a serialized ModelInferResponse. */
+void perf_grpc_outputs(const nr_buf_t *resp, nr_buf_t *out);
 /* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. */
 NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request,
                                            nr_buf_t *scratch, perf_resp_t *r);
@@ -302,6 +329,9 @@ typedef struct {
     bool have_server;
     perf_gpus_t gpus; /* --collect-metrics */
     char *error; /* the first failed request's message */
+    nr_buf_t records;  /* --profile-export-file: its requests, JSON objects joined by commas */
+    uint64_t *bounds;  /* its start and end (merged: each window's end), ns since the epoch; */
+    size_t n_bounds;   /* only with --profile-export-file */
 } perf_window_t;
 
 typedef struct perf_load_s perf_load_t;
@@ -402,6 +432,9 @@ NR_MUST_CHECK nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step
                                            size_t n);
 NR_MUST_CHECK nr_status_t *perf_write_plot(const perf_opts_t *o, const perf_step_t *steps,
                                            size_t n);
+/* perf_profile.c: the --profile-export-file, one experiment per step. */
+NR_MUST_CHECK nr_status_t *perf_write_profile(const perf_opts_t *o, const perf_step_t *steps,
+                                              size_t n);
 /* Writes b to path (perf_analyzer's "failed to open file" on an error). */
 NR_MUST_CHECK nr_status_t *perf_write_file(const char *path, const nr_buf_t *b);
 /* An SVG plot's frame (also nereid-analyzer's report): the canvas W x H with margins

@@ -352,6 +352,24 @@ nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes)
     return st;
 }
 
+void perf_grpc_outputs(const nr_buf_t *resp, nr_buf_t *out)
+{
+    Inference__ModelInferResponse *r = inference__model_infer_response__unpack(
+        NULL, resp->len, (const uint8_t *)resp->data);
+    nr_buf_putc(out, '{');
+    for (size_t i = 0, n = 0; r && i < r->n_outputs && i < r->n_raw_output_contents; i++) {
+        const Inference__ModelInferResponse__InferOutputTensor *t = r->outputs[i];
+        if (n++)
+            nr_buf_putc(out, ',');
+        perf_json_tensor(out, t->name, strlen(t->name), t->datatype, strlen(t->datatype),
+                         r->raw_output_contents[i].data, r->raw_output_contents[i].len,
+                         SIZE_MAX);
+    }
+    nr_buf_putc(out, '}');
+    if (r)
+        inference__model_infer_response__free_unpacked(r, NULL);
+}
+
 static void add_duration(uint64_t *count, uint64_t *ns, const Inference__StatisticDuration *d)
 {
     if (d)

@@ -171,6 +171,10 @@ static nr_status_t *exchange_once(perf_conn_t *c, const nr_buf_t *head, const vo
     r->status = status;
     r->body = c->in.data + hlen;
     r->body_len = blen;
+    const char *ihcl = find_header(c->in.data, hlen, "Inference-Header-Content-Length");
+    r->json_len = ihcl ? (size_t)strtoull(ihcl, NULL, 10) : blen;
+    if (r->json_len > blen)
+        r->json_len = blen;
     r->send_ns = t1 - t0;
     r->recv_ns = t2 - first;
     c->used = hlen + blen;
@@ -433,6 +437,32 @@ nr_status_t *perf_http_shm(perf_conn_t *c, const char *name, size_t bytes)
     nr_buf_free(&path);
     nr_buf_free(&body);
     return st;
+}
+
+void perf_http_outputs(const perf_resp_t *r, nr_buf_t *out)
+{
+    nr_json_doc_t *doc = NULL;
+    const nr_jv_t *root, *outs;
+    nr_buf_putc(out, '{');
+    nr_status_t *st = nr_json_parse(r->body, r->json_len, &doc, &root);
+    size_t at = r->json_len, n = 0; /* the binary data follows the header, output by output */
+    if (st == NULL && (outs = nr_jv_get(root, "outputs")) != NULL && outs->type == NR_JV_ARRAY)
+        for (size_t i = 0; i < outs->n; i++) {
+            const nr_jv_t *t = &outs->u.items[i], *name = nr_jv_get(t, "name"),
+                          *dt = nr_jv_get(t, "datatype"),
+                          *size = nr_jv_get(nr_jv_get(t, "parameters"), "binary_data_size");
+            if (!name || name->type != NR_JV_STRING || !dt || dt->type != NR_JV_STRING ||
+                !size || !nr_jv_is_uint(size) || (uint64_t)size->u.i > r->body_len - at)
+                continue; /* no binary data: in a shared memory region */
+            if (n++)
+                nr_buf_putc(out, ',');
+            perf_json_tensor(out, name->u.str, name->n, dt->u.str, dt->n, r->body + at,
+                             (size_t)size->u.i, SIZE_MAX);
+            at += (size_t)size->u.i;
+        }
+    nr_status_free(st);
+    nr_json_free(doc);
+    nr_buf_putc(out, '}');
 }
 
 /* ---- statistics ---- */

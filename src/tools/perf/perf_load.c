@@ -29,6 +29,7 @@ typedef struct {
     perf_window_t acc; /* the current window's share of this worker */
     perf_load_t *load;
     size_t next;      /* the model's request it sends next (they are taken in turn) */
+    nr_buf_t outputs; /* --profile-export-file: the last response's outputs, rendered */
 } worker_t;
 
 struct perf_load_s {
@@ -46,6 +47,8 @@ struct perf_load_s {
     worker_t *w;
     size_t n;
     uint64_t budget;         /* --request-count: requests to send in all (0: no limit) */
+    bool profile;            /* --profile-export-file: each request recorded */
+    uint64_t epoch_ns;       /* CLOCK_REALTIME - CLOCK_MONOTONIC, for its timestamps */
     atomic_uint_fast64_t sent;
 };
 
@@ -92,11 +95,12 @@ static void *worker_main(void *arg)
             break; /* --request-count: all sent */
         if (l->rate > 0 && !wait_until(l, sched = next_send(l)))
             break;
-        const nr_buf_t *req = &m->requests[w->next++ % m->n_requests];
+        size_t k = w->next++ % m->n_requests;
+        const nr_buf_t *req = &m->requests[k];
         uint64_t t0 = perf_now_ns();
         nr_status_t *st = l->grpc ? perf_grpc_infer(&w->grpc, req, &w->scratch, &r)
                                   : perf_exchange(&w->conn, "POST", m->path, req, NULL, 0, &r);
-        uint64_t t1 = perf_now_ns();
+        uint64_t t1 = l->profile ? 0 : perf_now_ns();
         char *err = NULL;
         if (st)
             err = nr_strdup(st->msg);
@@ -104,6 +108,10 @@ static void *worker_main(void *arg)
             err = perf_error_text(&r);
         nr_status_free(st);
         pthread_mutex_lock(&w->mu);
+        /* --profile-export-file: the response time taken under the lock perf_load_cut takes,
+         * so that a record's window and its time agree (the window ends after the cut) */
+        if (l->profile)
+            t1 = perf_now_ns();
         if (err) {
             w->acc.errors++;
             if (w->acc.error == NULL)
@@ -117,6 +125,15 @@ static void *worker_main(void *arg)
             w->acc.send_ns += r.send_ns;
             w->acc.lib_ns += t1 - t0;
             w->acc.recv_ns += r.recv_ns;
+            if (l->profile) {
+                nr_buf_reset(&w->outputs);
+                if (l->grpc)
+                    perf_grpc_outputs(&w->scratch, &w->outputs);
+                else
+                    perf_http_outputs(&r, &w->outputs);
+                perf_profile_record(&w->acc.records, m, k, t0 + l->epoch_ns, t1 + l->epoch_ns,
+                                    &w->outputs);
+            }
         }
         pthread_mutex_unlock(&w->mu);
         if (err) /* do not spin on a server that refuses: one try per millisecond at most */
@@ -132,6 +149,7 @@ static void worker_close(worker_t *w)
     else
         perf_conn_close(&w->conn);
     nr_buf_free(&w->scratch);
+    nr_buf_free(&w->outputs);
     perf_window_free(&w->acc);
     pthread_mutex_destroy(&w->mu);
 }
@@ -145,6 +163,10 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
     atomic_init(&l->stop, false);
     atomic_init(&l->sent, 0);
     l->budget = o->request_total;
+    l->profile = o->profile_export != NULL;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    l->epoch_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec - perf_now_ns();
     pthread_mutex_init(&l->mu, NULL);
     l->rate = rate;
     l->poisson = o->poisson;
@@ -200,12 +222,28 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
     perf_gpus_merge(&into->gpus, &from->gpus);
     if (into->error == NULL && from->error)
         into->error = nr_strdup(from->error);
+    if (from->records.len) {
+        if (into->records.len)
+            nr_buf_putc(&into->records, ',');
+        nr_buf_append(&into->records, from->records.data, from->records.len);
+    }
+    /* the boundaries: the first window's start, then each window's end */
+    size_t skip = into->n_bounds && from->n_bounds ? 1 : 0;
+    if (from->n_bounds > skip) {
+        into->bounds = nr_realloc(into->bounds, (into->n_bounds + from->n_bounds - skip) *
+                                                    sizeof(uint64_t));
+        memcpy(into->bounds + into->n_bounds, from->bounds + skip,
+               (from->n_bounds - skip) * sizeof(uint64_t));
+        into->n_bounds += from->n_bounds - skip;
+    }
 }
 
 void perf_window_free(perf_window_t *w)
 {
     perf_hist_free(&w->lat);
     free(w->error);
+    nr_buf_free(&w->records);
+    free(w->bounds);
     memset(w, 0, sizeof(*w));
 }
 
@@ -220,12 +258,19 @@ void perf_load_cut(perf_load_t *l, perf_window_t *w)
         perf_hist_reset(&k->acc.lat);
         perf_hist_t keep = k->acc.lat;
         free(k->acc.error);
+        nr_buf_free(&k->acc.records);
         memset(&k->acc, 0, sizeof(k->acc));
         k->acc.lat = keep;
         pthread_mutex_unlock(&k->mu);
     }
     w->start_ns = l->win_start;
     w->end_ns = now;
+    if (l->profile) { /* every record in it answered before the end, after the start */
+        w->bounds = nr_calloc(2, sizeof(uint64_t));
+        w->bounds[0] = l->win_start + l->epoch_ns;
+        w->bounds[1] = perf_now_ns() + l->epoch_ns;
+        w->n_bounds = 2;
+    }
     l->win_start = now;
 }
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PERF_VERSION "2.51.0 (nereid-perf)"
+#define PERF_VERSION PERF_PA_VERSION " (nereid-perf)"
 
 static const char usage_text[] =
     "Usage: nereid-perf [options]\n"
@@ -31,6 +31,7 @@ static const char usage_text[] =
     "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
     "  [--warmup-request-count <n>] [--request-count <n>] [--collect-metrics]\n"
     "  [--shared-memory none|system] [--output-shared-memory-size <bytes>]\n"
+    "  [--profile-export-file <file.json>]\n"
     "  [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
@@ -40,7 +41,7 @@ static const char usage_text[] =
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
     "--streaming, --shared-memory cuda, --input-data <directory>,\n"
-    "--profile-export-file, --binary-search.\n";
+    "--binary-search.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -350,7 +351,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             fputs(usage_text, stdout);
             exit(0);
         case OPT_INTERVALS: intervals = optarg; break;
-        case OPT_STREAMING: case OPT_EXPORT:
+        case OPT_EXPORT: o->profile_export = optarg; break;
+        case OPT_STREAMING:
         case OPT_BINARY:
             usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
             break;
@@ -498,6 +500,8 @@ static int sweep(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
         if (o->json && (st = perf_write_json(o, steps, n)) != NULL)
             rc = fail(NULL, st);
         if (o->plot && (st = perf_write_plot(o, steps, n)) != NULL)
+            rc = fail(NULL, st);
+        if (o->profile_export && (st = perf_write_profile(o, steps, n)) != NULL)
             rc = fail(NULL, st);
     }
     for (size_t i = 0; i < n; i++)

@@ -149,9 +149,13 @@ void perf_model_free(perf_model_t *m)
     free(m->outputs);
     free(m->version);
     free(m->path);
-    for (size_t i = 0; i < m->n_requests; i++)
+    for (size_t i = 0; i < m->n_requests; i++) {
         nr_buf_free(&m->requests[i]);
+        if (m->profile_inputs)
+            nr_buf_free(&m->profile_inputs[i]);
+    }
     free(m->requests);
+    free(m->profile_inputs);
     perf_shm_free(m);
 }
 
@@ -208,6 +212,12 @@ static nr_status_t *build_step(perf_model_t *m, const perf_opts_t *o, size_t ste
     }
     if (st == NULL)
         st = build(ctx, m, data, next_request(m));
+    if (st == NULL && o->profile_export) {
+        m->profile_inputs = nr_realloc(m->profile_inputs, m->n_requests * sizeof(nr_buf_t));
+        nr_buf_t *in = &m->profile_inputs[m->n_requests - 1];
+        nr_buf_init(in);
+        perf_profile_inputs(m, data, in);
+    }
     for (size_t i = 0; i < m->n_inputs; i++) {
         free(m->inputs[i].region);
         m->inputs[i].region = NULL;
