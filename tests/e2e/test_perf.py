@@ -333,6 +333,7 @@ class StandIn:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes
 
             def reply(self, obj):
                 body = json.dumps(obj).encode()
@@ -755,3 +756,48 @@ def test_profile_export_rate_mode_and_shared_memory(url, tmp_path):
     reqs = json.loads(f.read_text())["experiments"][0]["requests"]
     assert len(reqs) == 5 and all(q["response_outputs"] == [{}] for q in reqs)
     assert all(len(q["request_inputs"]["INPUT0"]) == 16 for q in reqs)
+
+
+# ---- --binary-search ----
+
+def test_binary_search_visits_as_perf_analyzer(tmp_path):
+    """--binary-search against a stand-in whose latency is 3 ms per request in flight (so
+    about 3c ms at concurrency c) with -l 14: the start (1, passes), the end (16, over), then
+    the middles 8 (over), 4 (passes), 6 (over), 5 (over); the levels that passed are
+    reported, in the order measured."""
+    inflight = [0]
+    lock = threading.Lock()
+
+    def on_post(path, headers, body):
+        with lock:
+            inflight[0] += 1
+            n = inflight[0]
+        time.sleep(0.003 * n)
+        with lock:
+            inflight[0] -= 1
+
+    answers = {"/v2": {"name": "stand-in", "version": "0", "extensions": []},
+               "/v2/models/m": {"name": "m", "inputs": [{"name": "A", "datatype": "FP32",
+                                                          "shape": [1]}], "outputs": []},
+               "/v2/models/m/config": {"name": "m", "max_batch_size": 0}}
+    with StandIn(answers, on_post) as srv:
+        r = run(PERF, ["-m", "m", "-u", srv.url, "-p", "300", "-s", "1000", "-r", "3",
+                       "--binary-search", "--concurrency-range", "1:16:1", "-l", "14"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    visited = [int(c) for c in re.findall(r"^Request concurrency: (\d+)$", r.stdout, re.M)]
+    assert visited == [1, 16, 8, 4, 6, 5], r.stdout + r.stderr
+    reported = [int(c) for c in re.findall(r"^Concurrency: (\d+),", r.stdout, re.M)]
+    assert reported == [1, 4], r.stdout
+    assert r.stderr.count("Measured latency went over the set limit of 14 msec.") == 4
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--concurrency-range", "1:4"], "The --latency-threshold cannot be 0 for binary search "
+                                     "mode."),
+    (["--concurrency-range", "1:0", "-l", "5"], "The end of the range can not be 0 (or 0.0) "
+                                                "for binary search mode."),
+])
+def test_binary_search_errors_match_perf_analyzer(url, args, message):
+    for tool in (PA, PERF):
+        r = run(tool, ["-m", "simple", "-u", url, "--binary-search", *args])
+        assert r.returncode == 99 and f"Error: {message}" in r.stdout + r.stderr, (tool, r.stderr)

@@ -62,6 +62,7 @@ typedef struct {
     bool conc_given;
     double rate_start, rate_end, rate_step; /* --request-rate-range: rate mode when given */
     bool rate_mode, poisson;
+    bool binary_search; /* --binary-search between the range's start and end */
     /* --request-intervals <file>: the gaps between sends (ns), in turn and looped; rate mode at
      * their mean rate, one level */
     uint64_t *intervals_ns;

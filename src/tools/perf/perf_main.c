@@ -36,12 +36,11 @@ static const char usage_text[] =
     "  [--metrics-interval <ms>] [-v] [--version]\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
-    "  [--request-intervals <file of microseconds, one per line>]\n"
+    "  [--request-intervals <file of microseconds, one per line>] [--binary-search]\n"
     "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--streaming, --shared-memory cuda, --input-data <directory>,\n"
-    "--binary-search.\n";
+    "--streaming, --shared-memory cuda, --input-data <directory> and sequence data.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -352,8 +351,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             exit(0);
         case OPT_INTERVALS: intervals = optarg; break;
         case OPT_EXPORT: o->profile_export = optarg; break;
+        case OPT_BINARY: o->binary_search = true; break;
         case OPT_STREAMING:
-        case OPT_BINARY:
             usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
             break;
         default: /* getopt said which option */
@@ -378,6 +377,10 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
                     "--request-rate-range, or --request-intervals.", NULL);
     if (intervals)
         read_intervals(o, intervals);
+    if (o->binary_search && o->latency_limit_ms == 0)
+        usage_error("The --latency-threshold cannot be 0 for binary search mode.", NULL);
+    if (o->binary_search && (o->rate_mode ? o->rate_end == 0 : o->conc_end == 0))
+        usage_error("The end of the range can not be 0 (or 0.0) for binary search mode.", NULL);
     if (o->request_total) { /* one window of exactly that many requests */
         if (o->rate_mode ? o->rate_end != 0 && o->rate_end != o->rate_start
                          : o->conc_end != 0 && o->conc_end != o->conc_start)
@@ -430,68 +433,107 @@ static void opts_free(perf_opts_t *o)
     free(o->intervals_ns);
 }
 
-/* The sweep over --concurrency-range; returns the exit code. */
+typedef enum { LEVEL_OK, LEVEL_OVER, LEVEL_STOP } level_t;
+
+/* One level measured, printed and kept in (*steps)[*n] when it passes; LEVEL_OVER when its
+ * latency went over -l (dropped), LEVEL_STOP when the sweep must end (*rc set where it
+ * fails the run). */
+static level_t measure_level(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
+                             uint64_t c, double rate, perf_step_t **steps, size_t *n, int *rc)
+{
+    if (o->n_intervals) /* perf_analyzer names no level */
+        ;
+    else if (o->rate_mode)
+        printf("Request Rate: %g inference requests per seconds\n", rate);
+    else
+        printf("Request concurrency: %llu\n", (unsigned long long)c);
+    fflush(stdout);
+    *steps = nr_realloc(*steps, (*n + 1) * sizeof(**steps));
+    perf_step_t *s = &(*steps)[*n];
+    s->value = c;
+    s->rate = rate;
+    s->threads = o->rate_mode ? (o->max_threads ? o->max_threads : 16) : c;
+    perf_step_result_t res;
+    char why[1024] = "";
+    int e = perf_measure(conn, o, m, s, &res, why, sizeof(why));
+    if (e >= 0) {
+        fprintf(stderr, "%s\n", why);
+        perf_window_free(&s->merged);
+        *rc = e;
+        return LEVEL_STOP;
+    }
+    if (res == PERF_STEP_UNSTABLE) {
+        if (o->rate_mode)
+            fprintf(stderr, "Failed to obtain stable measurement.\n");
+        else
+            fprintf(stderr, "Failed to obtain stable measurement within %d measurement "
+                    "windows for concurrency %llu. Please try to increase the %s.\n",
+                    o->max_trials, (unsigned long long)c,
+                    o->count_windows ? "--measurement-request-count" : "--measurement-interval");
+        fprintf(stderr, "%s\n", why);
+        perf_window_free(&s->merged);
+        if (*n == 0) {
+            fprintf(stderr, "Failed to obtain stable measurement.\n");
+            *rc = PERF_EXIT_UNSTABLE;
+        }
+        return LEVEL_STOP;
+    }
+    if (res == PERF_STEP_ALL)
+        fprintf(stderr, "%s\n", why);
+    if (res == PERF_STEP_OVER_LIMIT) { /* dropped, unprinted */
+        fprintf(stderr, "Measured latency went over the set limit of %llu msec. \n",
+                (unsigned long long)o->latency_limit_ms);
+        perf_window_free(&s->merged);
+        return LEVEL_OVER;
+    }
+    perf_print_step(o, s);
+    (*n)++;
+    fflush(stdout);
+    return LEVEL_OK;
+}
+
+/* --binary-search, as perf_analyzer: the start (the search ends if it fails), the end (it
+ * ends if that passes), then the middle of the two while they are more than the step apart,
+ * moving the bound on its side. The levels that passed are reported in the order measured. */
+static void binary_search(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
+                          perf_step_t **steps, size_t *n, int *rc)
+{
+    double lo = o->rate_mode ? o->rate_start : (double)o->conc_start;
+    double hi = o->rate_mode ? o->rate_end : (double)o->conc_end;
+    double step = o->rate_mode ? o->rate_step : (double)o->conc_step;
+    level_t r = measure_level(conn, o, m, (uint64_t)lo, lo, steps, n, rc);
+    if (r != LEVEL_OK || hi <= lo)
+        return;
+    if ((r = measure_level(conn, o, m, (uint64_t)hi, hi, steps, n, rc)) != LEVEL_OVER)
+        return;
+    while (hi - lo > step) {
+        double mid = o->rate_mode ? (lo + hi) / 2 : (double)(((uint64_t)lo + (uint64_t)hi) / 2);
+        if ((r = measure_level(conn, o, m, (uint64_t)mid, mid, steps, n, rc)) == LEVEL_STOP)
+            return;
+        if (r == LEVEL_OK)
+            lo = mid;
+        else
+            hi = mid;
+    }
+}
+
+/* The sweep over --concurrency-range or --request-rate-range; returns the exit code. */
 static int sweep(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
 {
     perf_step_t *steps = NULL;
     size_t n = 0;
     int rc = PERF_EXIT_OK;
     nr_status_t *st;
-    for (uint64_t i = 0;; i++) {
+    if (o->binary_search)
+        binary_search(conn, o, m, &steps, &n, &rc);
+    for (uint64_t i = 0; !o->binary_search; i++) { /* linear: until one fails or the end */
         uint64_t c = o->conc_start + i * o->conc_step;
         double rate = o->rate_start + (double)i * o->rate_step;
         if (o->rate_mode ? o->rate_end != 0 && rate > o->rate_end * (1 + 1e-9)
                          : o->conc_end != 0 && c > o->conc_end)
             break;
-        if (o->n_intervals) /* perf_analyzer names no level */
-            ;
-        else if (o->rate_mode)
-            printf("Request Rate: %g inference requests per seconds\n", rate);
-        else
-            printf("Request concurrency: %llu\n", (unsigned long long)c);
-        fflush(stdout);
-        steps = nr_realloc(steps, (n + 1) * sizeof(*steps));
-        perf_step_t *s = &steps[n];
-        s->value = c;
-        s->rate = rate;
-        s->threads = o->rate_mode ? (o->max_threads ? o->max_threads : 16) : c;
-        perf_step_result_t res;
-        char why[1024] = "";
-        int e = perf_measure(conn, o, m, s, &res, why, sizeof(why));
-        if (e >= 0) {
-            fprintf(stderr, "%s\n", why);
-            perf_window_free(&s->merged);
-            rc = e;
+        if (measure_level(conn, o, m, c, rate, &steps, &n, &rc) != LEVEL_OK)
             break;
-        }
-        if (res == PERF_STEP_UNSTABLE) {
-            if (o->rate_mode)
-                fprintf(stderr, "Failed to obtain stable measurement.\n");
-            else
-                fprintf(stderr, "Failed to obtain stable measurement within %d measurement "
-                        "windows for concurrency %llu. Please try to increase the %s.\n",
-                        o->max_trials, (unsigned long long)c,
-                        o->count_windows ? "--measurement-request-count"
-                                         : "--measurement-interval");
-            fprintf(stderr, "%s\n", why);
-            perf_window_free(&s->merged);
-            if (n == 0) {
-                fprintf(stderr, "Failed to obtain stable measurement.\n");
-                rc = PERF_EXIT_UNSTABLE;
-            }
-            break;
-        }
-        if (res == PERF_STEP_ALL)
-            fprintf(stderr, "%s\n", why);
-        if (res == PERF_STEP_OVER_LIMIT) { /* dropped, unprinted, and the sweep ends */
-            fprintf(stderr, "Measured latency went over the set limit of %llu msec. \n",
-                    (unsigned long long)o->latency_limit_ms);
-            perf_window_free(&s->merged);
-            break;
-        }
-        perf_print_step(o, s);
-        n++;
-        fflush(stdout);
     }
     if (rc == PERF_EXIT_OK && n > 0) {
         perf_print_summary(o, steps, n);
