@@ -801,3 +801,42 @@ def test_binary_search_errors_match_perf_analyzer(url, args, message):
     for tool in (PA, PERF):
         r = run(tool, ["-m", "simple", "-u", url, "--binary-search", *args])
         assert r.returncode == 99 and f"Error: {message}" in r.stdout + r.stderr, (tool, r.stderr)
+
+
+# ---- --interleaved-trials ----
+
+def test_interleaved_trials_report_the_median_trial(url, tmp_path):
+    """--interleaved-trials 3 over concurrency 1:2: the levels are measured in turn, round
+    after round (1, 2, 1, 2, 1, 2), each level reports its median trial (the throughput on
+    stdout and in the CSV is the median stderr gives, between its min and max), and the
+    server's counts are that trial's window's."""
+    csv = tmp_path / "t.csv"
+    r = run(PERF, ["-m", "simple", "-u", url, "-p", "300", "--concurrency-range", "1:2",
+                   "--interleaved-trials", "3", "-v", "-f", str(csv)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    visits = re.findall(r"^nereid-perf: trial (\d) of 3, concurrency (\d)$", r.stderr, re.M)
+    assert visits == [(str(t), str(c)) for t in (1, 2, 3) for c in (1, 2)], r.stderr
+    spread = [tuple(float(x) for x in m) for m in re.findall(
+        r"^nereid-perf: 3 interleaved trials: throughput median ([\d.e+]+) infer/sec \(min "
+        r"([\d.e+]+), max ([\d.e+]+)\)", r.stderr, re.M)]
+    thr = [float(x) for x in re.findall(r"^    Throughput: ([\d.e+]+) infer/sec", r.stdout, re.M)]
+    assert len(spread) == 2 and [s[0] for s in spread] == thr, (spread, thr)
+    assert all(lo <= med <= hi for med, lo, hi in spread)
+    rows = csv.read_text().splitlines()
+    assert sorted(float(l.split(",")[1]) for l in rows[1:]) == sorted(thr)  # sorted, as PA
+    for block in r.stdout.split("Request concurrency: ")[1:]:
+        req = int(re.search(r"Request count: (\d+)", block).group(1))
+        ok = int(re.search(r"Successful request count: (\d+)", block).group(1))
+        # one trial's window, not three: the server's counts over that window (read at its
+        # ends, so a few requests apart from the client's)
+        assert abs(req - ok) <= 0.05 * req, block
+
+
+def test_interleaved_trials_errors(url):
+    for args, message in ((["--interleaved-trials", "1"], "takes 2 to 1000 trials"),
+                          (["--interleaved-trials", "3", "--binary-search", "-l", "5",
+                            "--concurrency-range", "1:4"], "not with --binary-search"),
+                          (["--interleaved-trials", "3", "--concurrency-range", "1:0", "-l", "5"],
+                           "needs the end of the range")):
+        r = run(PERF, ["-m", "simple", "-u", url, *args])
+        assert r.returncode == 99 and message in r.stderr, (args, r.stderr)

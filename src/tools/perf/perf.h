@@ -54,6 +54,7 @@ typedef struct {
     const char *json, *plot; /* nereid-perf's --json report and --plot SVG */
     const char *profile_export; /* --profile-export-file */
     bool report_unstable;    /* a level not stable in -r windows: report them all merged */
+    int trials; /* --interleaved-trials: each level measured this often, in turn, median */
     bool collect_metrics;
     const char *metrics_url; /* NULL: <-u's host>:8002/metrics */
     uint64_t metrics_interval_ms;

@@ -38,6 +38,7 @@ static const char usage_text[] =
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
     "  [--request-intervals <file of microseconds, one per line>] [--binary-search]\n"
     "  nereid-perf's own: [--json <report.json>] [--plot <sweep.svg>] [--report-unstable]\n"
+    "  [--interleaved-trials <n>]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
     "--streaming, --shared-memory cuda, --input-data <directory> and sequence data.\n";
@@ -108,7 +109,7 @@ enum {
     OPT_WARMUP, OPT_COLLECT, OPT_METRICS_URL, OPT_METRICS_INTERVAL, OPT_VERSION, OPT_SHM,
     OPT_OUT_SHM, OPT_RATE, OPT_DIST, OPT_INTERVALS, OPT_STREAMING, OPT_EXPORT, OPT_BINARY,
     OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT, OPT_JSON, OPT_PLOT,
-    OPT_REPORT_UNSTABLE,
+    OPT_REPORT_UNSTABLE, OPT_TRIALS,
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +148,7 @@ static const struct option long_opts[] = {
     {"output-tensor-format", required_argument, NULL, OPT_OUT_FORMAT},
     {"json", required_argument, NULL, OPT_JSON},
     {"report-unstable", no_argument, NULL, OPT_REPORT_UNSTABLE},
+    {"interleaved-trials", required_argument, NULL, OPT_TRIALS},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"model-name", required_argument, NULL, 'm'},
     {"model-version", required_argument, NULL, 'x'},
@@ -297,6 +299,13 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case OPT_VERBOSE_CSV: o->verbose_csv = true; break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_REPORT_UNSTABLE: o->report_unstable = true; break;
+        case OPT_TRIALS: {
+            uint64_t n = parse_u64("interleaved-trials", optarg);
+            if (n < 2 || n > 1000)
+                usage_error("--interleaved-trials takes 2 to 1000 trials (got %s)", optarg);
+            o->trials = (int)n;
+            break;
+        }
         case OPT_PLOT: {
             size_t l = strlen(optarg);
             if (l < 4 || strcmp(optarg + l - 4, ".svg") != 0)
@@ -377,6 +386,11 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
                     "--request-rate-range, or --request-intervals.", NULL);
     if (intervals)
         read_intervals(o, intervals);
+    if (o->trials && (o->binary_search || o->request_total || o->report_unstable))
+        usage_error("--interleaved-trials measures every level of the range in turn: not with "
+                    "--binary-search, --request-count or --report-unstable", NULL);
+    if (o->trials && (o->rate_mode ? o->rate_end == 0 : o->conc_end == 0))
+        usage_error("--interleaved-trials needs the end of the range", NULL);
     if (o->binary_search && o->latency_limit_ms == 0)
         usage_error("The --latency-threshold cannot be 0 for binary search mode.", NULL);
     if (o->binary_search && (o->rate_mode ? o->rate_end == 0 : o->conc_end == 0))
@@ -517,6 +531,93 @@ static void binary_search(perf_ctl_t *conn, const perf_opts_t *o, const perf_mod
     }
 }
 
+static const perf_opts_t *g_cmp_opts; /* for cmp_trial: qsort has no context argument */
+
+static int cmp_trial(const void *a, const void *b)
+{
+    double x = perf_throughput(g_cmp_opts, &(*(perf_step_t *const *)a)->merged);
+    double y = perf_throughput(g_cmp_opts, &(*(perf_step_t *const *)b)->merged);
+    return x < y ? -1 : x > y;
+}
+
+/* --interleaved-trials, measured as nereid's benches measure: every level of the range once
+ * per round, round after round, so that a drift of a busy machine falls on all levels alike
+ * instead of on the last ones; each visit a ramp-up and one window, no stability check. A
+ * level reports its median trial (by throughput), its spread over the trials on stderr; a
+ * level whose median trial goes over -l is dropped and ends the report, as in the linear
+ * sweep. */
+static void interleaved(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m,
+                        perf_step_t **steps, size_t *n, int *rc)
+{
+    perf_opts_t one = *o;
+    one.max_trials = 1;
+    size_t nl = 0;
+    while (o->rate_mode ? o->rate_start + (double)nl * o->rate_step <= o->rate_end * (1 + 1e-9)
+                        : o->conc_start + nl * o->conc_step <= o->conc_end)
+        nl++;
+    size_t nt = (size_t)o->trials;
+    perf_step_t *all = nr_calloc(nl * nt + 1, sizeof(*all));
+    for (size_t t = 0; t < nt && *rc == PERF_EXIT_OK; t++) {
+        for (size_t l = 0; l < nl && *rc == PERF_EXIT_OK; l++) {
+            perf_step_t *s = &all[l * nt + t];
+            s->value = o->conc_start + l * o->conc_step;
+            s->rate = o->rate_start + (double)l * o->rate_step;
+            s->threads = o->rate_mode ? (o->max_threads ? o->max_threads : 16) : s->value;
+            if (o->verbose)
+                fprintf(stderr, "nereid-perf: trial %zu of %zu, %s %g\n", t + 1, nt,
+                        o->rate_mode ? "request rate" : "concurrency",
+                        o->rate_mode ? s->rate : (double)s->value);
+            perf_step_result_t res;
+            char why[1024] = "";
+            int e = perf_measure(conn, &one, m, s, &res, why, sizeof(why));
+            if (e >= 0) {
+                fprintf(stderr, "%s\n", why);
+                *rc = e;
+            }
+        }
+    }
+    perf_step_t **order = nr_calloc(nt, sizeof(*order));
+    g_cmp_opts = o;
+    for (size_t l = 0; l < nl && *rc == PERF_EXIT_OK; l++) {
+        for (size_t t = 0; t < nt; t++)
+            order[t] = &all[l * nt + t];
+        qsort(order, nt, sizeof(*order), cmp_trial);
+        perf_step_t *med = order[nt / 2];
+        uint64_t lat_min = UINT64_MAX, lat_max = 0;
+        for (size_t t = 0; t < nt; t++) {
+            uint64_t v = perf_stab_latency(o, &order[t]->merged);
+            lat_min = v < lat_min ? v : lat_min;
+            lat_max = v > lat_max ? v : lat_max;
+        }
+        if (o->rate_mode)
+            printf("Request Rate: %g inference requests per seconds\n", med->rate);
+        else
+            printf("Request concurrency: %llu\n", (unsigned long long)med->value);
+        fprintf(stderr, "nereid-perf: %zu interleaved trials: throughput median %g infer/sec "
+                "(min %g, max %g), %s latency %llu usec (min %llu, max %llu); the median trial "
+                "is reported\n", nt, perf_throughput(o, &med->merged),
+                perf_throughput(o, &order[0]->merged), perf_throughput(o, &order[nt - 1]->merged),
+                o->percentile > 0 ? "stabilizing" : "average",
+                (unsigned long long)(perf_stab_latency(o, &med->merged) / 1000),
+                (unsigned long long)(lat_min / 1000), (unsigned long long)(lat_max / 1000));
+        if (o->latency_limit_ms &&
+            perf_stab_latency(o, &med->merged) >= o->latency_limit_ms * 1000000ull) {
+            fprintf(stderr, "Measured latency went over the set limit of %llu msec. \n",
+                    (unsigned long long)o->latency_limit_ms);
+            break;
+        }
+        perf_print_step(o, med);
+        fflush(stdout);
+        *steps = nr_realloc(*steps, (*n + 1) * sizeof(**steps));
+        (*steps)[(*n)++] = *med; /* moved */
+        memset(&med->merged, 0, sizeof(med->merged));
+    }
+    for (size_t i = 0; i < nl * nt; i++)
+        perf_window_free(&all[i].merged);
+    free(order);
+    free(all);
+}
+
 /* The sweep over --concurrency-range or --request-rate-range; returns the exit code. */
 static int sweep(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
 {
@@ -526,7 +627,9 @@ static int sweep(perf_ctl_t *conn, const perf_opts_t *o, const perf_model_t *m)
     nr_status_t *st;
     if (o->binary_search)
         binary_search(conn, o, m, &steps, &n, &rc);
-    for (uint64_t i = 0; !o->binary_search; i++) { /* linear: until one fails or the end */
+    else if (o->trials)
+        interleaved(conn, o, m, &steps, &n, &rc);
+    for (uint64_t i = 0; !o->binary_search && !o->trials; i++) { /* linear: until one fails or the end */
         uint64_t c = o->conc_start + i * o->conc_step;
         double rate = o->rate_start + (double)i * o->rate_step;
         if (o->rate_mode ? o->rate_end != 0 && rate > o->rate_end * (1 + 1e-9)
