@@ -48,6 +48,8 @@ def grpc_url(small_server):
     ["--collect-metrics", "--metrics-interval", "100", "--concurrency-range", "1:2"],
     ["--request-count", "40", "--concurrency-range", "4", "--percentile=95"],
     ["--request-intervals", "@intervals", "-v"],
+    ["--concurrency-range", "2"],  # no end written: no limits in the settings
+    ["--request-rate-range", "200"],
 ])
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, small_server, tmp_path, args,
@@ -840,3 +842,42 @@ def test_interleaved_trials_errors(url):
                            "needs the end of the range")):
         r = run(PERF, ["-m", "simple", "-u", url, *args])
         assert r.returncode == 99 and message in r.stderr, (args, r.stderr)
+
+
+# ---- --streaming (gRPC) ----
+
+def test_streaming_matches_perf_analyzer(url, grpc_url, tmp_path):
+    """--streaming: every request of a worker over its own ModelStreamInfer stream; the
+    output line for line and the CSV as perf_analyzer's (asynchronous calls, stabilizing on
+    throughput), the server's counts; over HTTP perf_analyzer's error."""
+    out = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        csv = tmp_path / f"{name}.csv"
+        r = run(tool, ["-m", "simple", "-u", grpc_url, "-i", "grpc", "--streaming", *FAST,
+                       "--concurrency-range", "1:2", "-f", str(csv), "--verbose-csv"])
+        assert r.returncode == 0, (name, r.stdout, r.stderr)
+        out[name] = (r.stdout, csv.read_text().splitlines())
+        ok = [int(x) for x in re.findall(r"Successful request count: (\d+)", r.stdout)]
+        assert len(ok) == 2 and all(x > 0 for x in ok), r.stdout
+    assert template(out["perf"][0]) == template(out["pa"][0]), out["perf"][0]
+    assert out["perf"][1][0] == out["pa"][1][0]
+    assert "  Using asynchronous calls for inference\n" in out["perf"][0]
+    for tool in (PA, PERF):
+        r = run(tool, ["-m", "simple", "-u", url, "--streaming"])
+        assert r.returncode == 99 and "Error: Streaming is only allowed with gRPC protocol and " \
+            "Triton C API." in r.stdout + r.stderr, (tool, r.stderr)
+
+
+def test_streaming_errors_come_from_the_stream(grpc_url):
+    """A request the server refuses on the stream (its error_message; the stream stays open):
+    the same line as perf_analyzer's, exit 99."""
+    line = ("Thread [0] had error: shared memory size specified with the request for output "
+            "'OUTPUT0' (10 bytes) should be at least 64 bytes to hold the results")
+    for tool in (PERF, PA):
+        r = run(tool, ["-m", "identity_fp32", "-u", grpc_url, "-i", "grpc", "--streaming",
+                       *FAST, "--shape", "INPUT0:16", "--shared-memory", "system",
+                       "--output-shared-memory-size", "10"])
+        assert r.returncode == 99 and line in r.stderr.splitlines(), (tool, r.stderr)
+    for key in ("INPUT0_0_0", "OUTPUT0"):  # perf_analyzer leaves them after an error
+        if os.path.exists("/dev/shm/" + key):
+            os.unlink("/dev/shm/" + key)

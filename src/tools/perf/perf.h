@@ -61,6 +61,7 @@ typedef struct {
     int batch;
     uint64_t conc_start, conc_end, conc_step;
     bool conc_given;
+    bool range_end_given; /* the range's end written: perf_analyzer then prints its limits */
     double rate_start, rate_end, rate_step; /* --request-rate-range: rate mode when given */
     bool rate_mode, poisson;
     bool binary_search; /* --binary-search between the range's start and end */
@@ -78,6 +79,7 @@ typedef struct {
     uint64_t latency_limit_ms;
     int percentile; /* -1: average */
     bool async, verbose_csv, verbose;
+    bool streaming; /* --streaming (gRPC): every request over the worker's own stream */
     bool grpc; /* -i grpc */
     uint64_t warmup;
     int string_length;
@@ -258,9 +260,13 @@ void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
 
 typedef struct grpc_channel grpc_channel;
 typedef struct grpc_completion_queue grpc_completion_queue;
+typedef struct grpc_call grpc_call;
 typedef struct {
     grpc_channel *ch;
     grpc_completion_queue *cq;
+    bool streaming;    /* --streaming: ModelInfer over this channel's ModelStreamInfer stream */
+    grpc_call *stream; /* open once, for every request after it */
+    bool stream_md;    /* its initial metadata asked for (with its first answer) */
 } perf_grpc_t;
 
 NR_MUST_CHECK nr_status_t *perf_grpc_open(perf_grpc_t *g, const char *url);
@@ -275,7 +281,10 @@ NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opt
 NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
 /* perf_http_outputs for a serialized ModelInferResponse. */
 void perf_grpc_outputs(const nr_buf_t *resp, nr_buf_t *out);
-/* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. */
+/* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. With
+ * g->streaming the request goes as a message of the channel's ModelStreamInfer stream (opened
+ * on the first one, again after an error ended it) and its answer is the next message; its
+ * ModelInferResponse lands in *scratch, its error_message is the error. */
 NR_MUST_CHECK nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request,
                                            nr_buf_t *scratch, perf_resp_t *r);
 

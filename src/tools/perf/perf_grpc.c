@@ -23,6 +23,7 @@
 
 nr_status_t *perf_grpc_open(perf_grpc_t *g, const char *url)
 {
+    memset(g, 0, sizeof(*g));
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     /* a private subchannel pool: every channel its own connection, as every HTTP worker has */
     grpc_arg a[2] = {
@@ -37,8 +38,11 @@ nr_status_t *perf_grpc_open(perf_grpc_t *g, const char *url)
                                                  "to '%s'", url);
 }
 
+static void stream_close(perf_grpc_t *g);
+
 void perf_grpc_close(perf_grpc_t *g)
 {
+    stream_close(g);
     if (g->ch)
         grpc_channel_destroy(g->ch);
     if (g->cq) {
@@ -118,9 +122,166 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
     return st;
 }
 
+/* ---- --streaming: ModelStreamInfer, one request and its answer at a time ---- */
+
+static bool run_batch(perf_grpc_t *g, grpc_call *c, const grpc_op *ops, size_t n)
+{
+    if (grpc_call_start_batch(c, ops, n, (void *)ops, NULL) != GRPC_CALL_OK)
+        return false;
+    grpc_event ev = grpc_completion_queue_pluck(g->cq, (void *)ops,
+                                                gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    return ev.type == GRPC_OP_COMPLETE && ev.success;
+}
+
+/* Ends the stream: half-close, then its status (details into *why when asked). */
+static void stream_end(perf_grpc_t *g, nr_buf_t *why)
+{
+    grpc_metadata_array trailers;
+    grpc_metadata_array_init(&trailers);
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[1].data.recv_status_on_client.trailing_metadata = &trailers;
+    ops[1].data.recv_status_on_client.status = &status;
+    ops[1].data.recv_status_on_client.status_details = &details;
+    if (!run_batch(g, g->stream, ops, 2)) /* the half-close may fail on a broken stream */
+        (void)run_batch(g, g->stream, ops + 1, 1);
+    if (why) {
+        char *d = grpc_slice_to_c_string(details);
+        nr_buf_printf(why, "%s", *d ? d : "the ModelStreamInfer stream ended");
+        gpr_free(d);
+    }
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&trailers);
+    grpc_call_unref(g->stream);
+    g->stream = NULL;
+    g->stream_md = false;
+}
+
+static void stream_close(perf_grpc_t *g)
+{
+    if (g->stream)
+        stream_end(g, NULL);
+}
+
+static nr_status_t *stream_open(perf_grpc_t *g)
+{
+    g->stream = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, g->cq,
+                                         grpc_slice_from_static_string(
+                                             METHOD("ModelStreamInfer")),
+                                         NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (g->stream && run_batch(g, g->stream, &op, 1))
+        return NULL;
+    if (g->stream) {
+        grpc_call_cancel(g->stream, NULL);
+        grpc_call_unref(g->stream);
+        g->stream = NULL;
+    }
+    return nr_status_new(NR_UNAVAILABLE, "cannot open a ModelStreamInfer stream");
+}
+
+/* ModelStreamInferResponse: error_message (1) and infer_response (2), read in place. */
+static bool stream_fields(const uint8_t *p, size_t n, const uint8_t **err, size_t *err_len,
+                          const uint8_t **resp, size_t *resp_len)
+{
+    *err = *resp = NULL;
+    *err_len = *resp_len = 0;
+    for (size_t i = 0; i < n;) {
+        uint64_t tag, len;
+        size_t k = nr_varint_get(p + i, n - i, &tag);
+        if (k == 0 || (tag & 7) != 2)
+            return false;
+        i += k;
+        if ((k = nr_varint_get(p + i, n - i, &len)) == 0 || len > n - i - k)
+            return false;
+        i += k;
+        if (tag >> 3 == 1)
+            *err = p + i, *err_len = (size_t)len;
+        else if (tag >> 3 == 2)
+            *resp = p + i, *resp_len = (size_t)len;
+        i += (size_t)len;
+    }
+    return true;
+}
+
+static nr_status_t *stream_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf_t *scratch,
+                                 perf_resp_t *r)
+{
+    nr_status_t *st;
+    if (g->stream == NULL && (st = stream_open(g)) != NULL)
+        return st;
+    uint64_t t0 = perf_now_ns();
+    grpc_slice s = grpc_slice_from_copied_buffer(request->data, request->len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_slice_unref(s);
+    uint64_t t1 = perf_now_ns();
+    grpc_metadata_array md;
+    grpc_metadata_array_init(&md);
+    grpc_op ops[3];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    if (!g->stream_md) { /* the server's initial metadata comes with its first answer */
+        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[n++].data.recv_initial_metadata.recv_initial_metadata = &md;
+        g->stream_md = true;
+    }
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = send;
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n++].data.recv_message.recv_message = &recv;
+    bool ok = run_batch(g, g->stream, ops, n);
+    uint64_t t2 = perf_now_ns();
+    grpc_byte_buffer_destroy(send);
+    nr_buf_reset(scratch);
+    st = NULL;
+    if (!ok || recv == NULL) { /* the stream ended: its status says why */
+        nr_buf_t why;
+        nr_buf_init(&why);
+        stream_end(g, &why);
+        st = nr_status_new(NR_UNAVAILABLE, "%.*s", (int)why.len, why.data);
+        nr_buf_free(&why);
+    } else {
+        grpc_byte_buffer_reader rd;
+        nr_buf_t all;
+        nr_buf_init(&all);
+        if (grpc_byte_buffer_reader_init(&rd, recv)) {
+            grpc_slice sl = grpc_byte_buffer_reader_readall(&rd);
+            nr_buf_append(&all, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
+            grpc_slice_unref(sl);
+            grpc_byte_buffer_reader_destroy(&rd);
+        }
+        const uint8_t *err, *resp;
+        size_t err_len, resp_len;
+        if (!stream_fields((const uint8_t *)all.data, all.len, &err, &err_len, &resp, &resp_len))
+            st = nr_status_new(NR_INTERNAL, "unreadable ModelStreamInferResponse");
+        else if (err_len)
+            st = nr_status_new(NR_INVALID_ARG, "%.*s", (int)err_len, (const char *)err);
+        else
+            nr_buf_append(scratch, resp, resp_len);
+        nr_buf_free(&all);
+    }
+    if (recv)
+        grpc_byte_buffer_destroy(recv);
+    grpc_metadata_array_destroy(&md);
+    if (r) {
+        r->status = st ? 1 : 0;
+        r->send_ns = t1 - t0;
+        r->recv_ns = perf_now_ns() - t2;
+    }
+    return st;
+}
+
 nr_status_t *perf_grpc_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf_t *scratch,
                              perf_resp_t *r)
 {
+    if (g->streaming)
+        return stream_infer(g, request, scratch, r);
     return call(g, METHOD("ModelInfer"), request->data, request->len, scratch, r);
 }
 

@@ -186,6 +186,7 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
         pthread_mutex_init(&w->mu, NULL);
         nr_buf_init(&w->scratch);
         st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);
+        w->grpc.streaming = o->streaming;
         if (st == NULL && pthread_create(&w->tid, NULL, worker_main, w) != 0)
             st = nr_status_new(NR_INTERNAL, "cannot start a load thread");
         if (st) {

@@ -26,7 +26,7 @@ static const char usage_text[] =
     "  [--concurrency-range <start:end:step>] [-p|--measurement-interval <ms>]\n"
     "  [--measurement-mode time_windows|count_windows] [--measurement-request-count <n>]\n"
     "  [-s|--stability-percentage <pct>] [-r|--max-trials <n>] [-l|--latency-threshold <ms>]\n"
-    "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>]\n"
+    "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>] [--streaming]\n"
     "  [--input-data zero|random|<file.json>] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
     "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
     "  [--warmup-request-count <n>] [--request-count <n>] [--collect-metrics]\n"
@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  [--interleaved-trials <n>]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--streaming, --shared-memory cuda, --input-data <directory> and sequence data.\n";
+    "--shared-memory cuda, --input-data <directory> and sequence data.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -66,8 +66,9 @@ static uint64_t parse_u64(const char *flag, const char *v)
 /* "start[:end[:step]]" into r (end defaults to start, step to 1): perf_analyzer's range
  * syntax, integers for --concurrency-range, numbers >= 0 for --request-rate-range. `option`
  * names it in the too-many-elements message. */
-static void parse_range(const char *flag, const char *option, const char *v, bool integer,
-                        double r[3])
+/* Returns how many of start:end:step were written. */
+static int parse_range(const char *flag, const char *option, const char *v, bool integer,
+                       double r[3])
 {
     r[0] = r[1] = r[2] = 1;
     char *s = nr_strdup(v), *save = NULL;
@@ -83,6 +84,7 @@ static void parse_range(const char *flag, const char *option, const char *v, boo
     free(s);
     if (i == 1)
         r[1] = r[0];
+    return i;
 }
 
 static void parse_shape(perf_opts_t *o, const char *v)
@@ -234,7 +236,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case 'c':
             fprintf(stderr, "Warning: -c is deprecated. Use --concurrency-range instead.\n");
             o->conc_end = parse_u64("-c", optarg);
-            o->conc_given = true;
+            o->conc_given = o->range_end_given = true;
             break;
         case 'd': fprintf(stderr, "Warning: -d is deprecated. Use --concurrency-range instead.\n"); break;
         case 'z':
@@ -243,7 +245,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             break;
         case OPT_CONC: {
             double r[3];
-            parse_range("concurrency-range", "concurrency-range", optarg, true, r);
+            o->range_end_given = parse_range("concurrency-range", "concurrency-range", optarg,
+                                             true, r) > 1;
             o->conc_start = (uint64_t)r[0], o->conc_end = (uint64_t)r[1];
             o->conc_step = (uint64_t)r[2];
             o->conc_given = true;
@@ -268,7 +271,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case OPT_MAX_THREADS: o->max_threads = parse_u64("max-threads", optarg); break;
         case OPT_RATE: {
             double r[3];
-            parse_range("request-rate-range", "request_rate_range", optarg, false, r);
+            o->range_end_given = parse_range("request-rate-range", "request_rate_range", optarg,
+                                             false, r) > 1;
             o->rate_start = r[0], o->rate_end = r[1], o->rate_step = r[2];
             o->rate_mode = true;
             break;
@@ -361,9 +365,7 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         case OPT_INTERVALS: intervals = optarg; break;
         case OPT_EXPORT: o->profile_export = optarg; break;
         case OPT_BINARY: o->binary_search = true; break;
-        case OPT_STREAMING:
-            usage_error("%s is not supported by nereid-perf yet", argv[optind - 1]);
-            break;
+        case OPT_STREAMING: o->streaming = true; break;
         default: /* getopt said which option */
             fputs(usage_text, stderr);
             exit(PERF_EXIT_ERROR);
@@ -376,6 +378,10 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
     o->grpc = strcasecmp(o->protocol, "grpc") == 0;
     if (o->url == NULL)
         o->url = o->grpc ? "localhost:8001" : "localhost:8000";
+    if (o->streaming && !o->grpc)
+        usage_error("Streaming is only allowed with gRPC protocol and Triton C API.", NULL);
+    if (o->streaming) /* perf_analyzer: --streaming forces async */
+        o->async = true;
     if (o->grpc && o->n_headers)
         usage_error("-H is only for HTTP (perf_analyzer: headers are an HTTP feature)", NULL);
     if (o->batch < 1)
@@ -668,6 +674,7 @@ int main(int argc, char **argv)
     if (o.grpc) {
         grpc_init();
         st = perf_grpc_open(&c.g, o.url);
+        c.g.streaming = o.streaming; /* the warmup's requests too */
     } else {
         st = perf_conn_init(&c.http, o.url);
     }

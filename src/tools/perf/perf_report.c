@@ -55,13 +55,16 @@ void perf_print_settings(const perf_opts_t *o)
                (unsigned long long)o->request_count);
     else
         printf("  Measurement window: %llu msec\n", (unsigned long long)o->interval_ms);
-    if (o->rate_mode && o->n_intervals == 0) { /* none for --request-intervals */
-        printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
-        printf("  Request Rate limit: %g requests per seconds\n",
-               o->rate_start > o->rate_end ? o->rate_start : o->rate_end);
+    /* the limits only when the range's end was written, as perf_analyzer */
+    if (o->rate_mode && o->n_intervals == 0) { /* no rate lines for --request-intervals */
+        if (o->range_end_given) {
+            printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
+            printf("  Request Rate limit: %g requests per seconds\n",
+                   o->rate_start > o->rate_end ? o->rate_start : o->rate_end);
+        }
         printf("  Using %s distribution on request generation\n",
                o->poisson ? "poisson" : "uniform");
-    } else if (o->conc_given) {
+    } else if (o->conc_given && o->range_end_given) {
         printf("  Latency limit: %llu msec\n", (unsigned long long)o->latency_limit_ms);
         printf("  Concurrency limit: %llu concurrent requests\n",
                (unsigned long long)(o->conc_start > o->conc_end ? o->conc_start : o->conc_end));
