@@ -240,8 +240,10 @@ typedef struct {
 NR_MUST_CHECK nr_status_t *perf_data_json(const char *path, const perf_opts_t *o,
                                           const perf_model_t *m, perf_entry_t **out, size_t *n);
 void perf_entries_free(perf_entry_t *e, size_t n, size_t n_inputs);
-/* True when --input-data names a file (neither zero nor random). */
+/* True when --input-data names a file or a directory (neither zero nor random). */
 bool perf_data_is_file(const perf_opts_t *o);
+/* True when --input-data names a directory. */
+bool perf_data_is_dir(const perf_opts_t *o);
 
 typedef struct {
     uint64_t inference_count, execution_count, success_count, success_ns;

@@ -1,4 +1,7 @@
-/* perf_data.c - --input-data <file.json>: perf_analyzer's real-data format (perf.h).
+/* perf_data.c - --input-data <file.json> or <directory>: perf_analyzer's real data (perf.h).
+ *
+ * A directory holds one file per input, named as the input: its raw little-endian bytes for
+ * one batch-1 request, or for BYTES one string per line; it makes one request.
  *
  * {"data": [ {<input>: <value>, ...}, ... ]}: each entry is one batch-1 request; a value is a
  * flat or nested row-major array (numbers, true/false for BOOL, strings for BYTES),
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const char *path;
@@ -256,11 +260,93 @@ static nr_status_t *read_input(const where_t *w, const perf_opts_t *o, const per
     return NULL;
 }
 
+static perf_entry_t *new_entry(const perf_model_t *m, perf_entry_t **out, size_t *n)
+{
+    *out = nr_realloc(*out, (*n + 1) * sizeof(**out));
+    perf_entry_t *e = &(*out)[(*n)++];
+    memset(e, 0, sizeof(*e));
+    nr_buf_init(&e->data);
+    e->shapes = nr_calloc(m->n_inputs + 1, sizeof(*e->shapes));
+    e->n_shapes = nr_calloc(m->n_inputs + 1, sizeof(*e->n_shapes));
+    e->offsets = nr_calloc(m->n_inputs + 1, sizeof(*e->offsets));
+    e->bytes = nr_calloc(m->n_inputs + 1, sizeof(*e->bytes));
+    return e;
+}
+
+/* The directory's file for input i into e, with perf_analyzer's errors. */
+static nr_status_t *read_raw(const char *dir, const perf_opts_t *o, const perf_model_t *m,
+                             size_t i, perf_entry_t *e)
+{
+    const perf_input_t *in = &m->inputs[i];
+    if (in->variable)
+        return nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: input %s contains "
+                             "dynamic shape, provide shapes to send along with the request",
+                             in->name);
+    e->n_shapes[i] = in->n_shape;
+    e->shapes[i] = nr_calloc(in->n_shape + 1, sizeof(int64_t));
+    memcpy(e->shapes[i], in->shape, in->n_shape * sizeof(int64_t));
+    size_t want = 1; /* one batch-1 request's elements */
+    for (size_t k = m->max_batch_size > 0 ? 1 : 0; k < in->n_shape; k++)
+        want *= (size_t)in->shape[k];
+    char *path = nr_asprintf("%s/%s", dir, in->name);
+    nr_buf_t file;
+    nr_buf_init(&file);
+    nr_status_t *st = NULL;
+    size_t at = e->data.len;
+    if (nr_buf_read_file(&file, path, (size_t)1 << 31) != 0) {
+        st = nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: failed to open file "
+                           "'%s'", path);
+    } else if (in->elem_size == 0) { /* one string a line, each as 4-byte length + bytes */
+        size_t got = 0;
+        for (size_t p = 0; p < file.len; got++) {
+            const char *nl = memchr(file.data + p, '\n', file.len - p);
+            size_t end = nl ? (size_t)(nl - file.data) : file.len;
+            uint32_t len = (uint32_t)(end - p);
+            nr_buf_append(&e->data, &len, 4);
+            nr_buf_append(&e->data, file.data + p, len);
+            p = end + 1;
+        }
+        if (got != want)
+            st = nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: provided data for "
+                               "input %s has %zu strings, expect %zu", in->name, got, want);
+    } else if (file.len != want * (size_t)in->elem_size) {
+        st = nr_status_new(NR_INVALID_ARG, "Failed to init manager inputs: provided data for "
+                           "input %s has byte size %zu, expect %zu", in->name, file.len,
+                           want * (size_t)in->elem_size);
+    } else {
+        nr_buf_append(&e->data, file.data, file.len);
+    }
+    size_t len = e->data.len - at;
+    for (int b = 1; st == NULL && b < o->batch; b++) { /* -b n: the same data n times */
+        nr_buf_reserve(&e->data, len);
+        memcpy(e->data.data + e->data.len, e->data.data + at, len);
+        e->data.len += len;
+    }
+    e->offsets[i] = at;
+    e->bytes[i] = e->data.len - at;
+    nr_buf_free(&file);
+    free(path);
+    return st;
+}
+
+static nr_status_t *data_dir(const char *dir, const perf_opts_t *o, const perf_model_t *m,
+                             perf_entry_t **out, size_t *n)
+{
+    perf_entry_t *e = new_entry(m, out, n);
+    nr_status_t *st = NULL;
+    for (size_t i = 0; st == NULL && i < m->n_inputs; i++)
+        st = read_raw(dir, o, m, i, e);
+    return st;
+}
+
 nr_status_t *perf_data_json(const char *path, const perf_opts_t *o, const perf_model_t *m,
                             perf_entry_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return data_dir(path, o, m, out, n);
     nr_buf_t text;
     nr_buf_init(&text);
     if (nr_buf_read_file(&text, path, (size_t)1 << 31) != 0) {
@@ -284,14 +370,7 @@ nr_status_t *perf_data_json(const char *path, const perf_opts_t *o, const perf_m
                            "<value>, ...}, ... ]} with at least one entry", path);
     for (size_t k = 0; st == NULL && k < data->n; k++) {
         const nr_jv_t *entry = &data->u.items[k];
-        *out = nr_realloc(*out, (*n + 1) * sizeof(**out));
-        perf_entry_t *e = &(*out)[(*n)++];
-        memset(e, 0, sizeof(*e));
-        nr_buf_init(&e->data);
-        e->shapes = nr_calloc(m->n_inputs + 1, sizeof(*e->shapes));
-        e->n_shapes = nr_calloc(m->n_inputs + 1, sizeof(*e->n_shapes));
-        e->offsets = nr_calloc(m->n_inputs + 1, sizeof(*e->offsets));
-        e->bytes = nr_calloc(m->n_inputs + 1, sizeof(*e->bytes));
+        perf_entry_t *e = new_entry(m, out, n);
         where_t w = {.path = path, .entry = k, .input = ""};
         if (entry->type != NR_JV_OBJECT) {
             st = bad(&w, "the entry is not an object (sequences of steps are not supported)");
@@ -306,6 +385,12 @@ nr_status_t *perf_data_json(const char *path, const perf_opts_t *o, const perf_m
     nr_json_free(doc);
     nr_buf_free(&text);
     return st;
+}
+
+bool perf_data_is_dir(const perf_opts_t *o)
+{
+    struct stat sb;
+    return perf_data_is_file(o) && stat(o->input_data, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
 void perf_entries_free(perf_entry_t *e, size_t n, size_t n_inputs)

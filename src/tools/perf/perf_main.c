@@ -27,8 +27,8 @@ static const char usage_text[] =
     "  [--measurement-mode time_windows|count_windows] [--measurement-request-count <n>]\n"
     "  [-s|--stability-percentage <pct>] [-r|--max-trials <n>] [-l|--latency-threshold <ms>]\n"
     "  [--percentile <1..99>] [--sync|-a|--async] [--max-threads <n>] [--streaming]\n"
-    "  [--input-data zero|random|<file.json>] [--shape <name>:<d1>,<d2>...] [--string-length <n>]\n"
-    "  [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
+    "  [--input-data zero|random|<file.json>|<dir>] [--shape <name>:<d1>,<d2>...]\n"
+    "  [--string-length <n>] [--string-data <s>] [-H <name>:<value>] [-f <csv>] [--verbose-csv]\n"
     "  [--warmup-request-count <n>] [--request-count <n>] [--collect-metrics]\n"
     "  [--shared-memory none|system] [--output-shared-memory-size <bytes>]\n"
     "  [--profile-export-file <file.json>]\n"
@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  [--interleaved-trials <n>]\n"
     "\n"
     "perf_analyzer's flags, defaults and output (docs/perf.md). Not yet supported, refused:\n"
-    "--shared-memory cuda, --input-data <directory> and sequence data.\n";
+    "--shared-memory cuda, sequence data.\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -289,11 +289,8 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
             if (strcmp(optarg, "zero") != 0 && strcmp(optarg, "random") != 0) {
                 struct stat sb;
                 if (stat(optarg, &sb) != 0)
-                    usage_error("--input-data '%s': no such file (zero, random or a JSON file)",
-                                optarg);
-                if (S_ISDIR(sb.st_mode))
-                    usage_error("--input-data '%s': a directory of raw files is not supported by "
-                                "nereid-perf yet (use a JSON file)", optarg);
+                    usage_error("--input-data '%s': no such file or directory (zero, random, a "
+                                "JSON file or a directory of raw files)", optarg);
             }
             o->input_data = optarg;
             break;
@@ -695,7 +692,7 @@ int main(int argc, char **argv)
         rc = fail(NULL, st);
         goto out_shm;
     }
-    if (perf_data_is_file(&o)) /* perf_analyzer's line, its leading space included */
+    if (perf_data_is_file(&o) && !perf_data_is_dir(&o)) /* perf_analyzer's, its space too */
         printf(" Successfully read data for 1 stream/streams with %zu step/steps.\n",
                m.n_requests);
     for (uint64_t i = 0; i < o.warmup && rc == PERF_EXIT_OK; i++) {
