@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what nereid needs to build, test and benchmark on Debian 12, and only what is missing:
 #   1. Debian packages (apt-get, run only when one is absent);
-#   2. the Python venv at $VENV from scripts/requirements.txt (redone when that file's hash changes);
+#   2. the Python venv at $VENV from scripts/requirements.txt, and Model Analyzer's at $MA_VENV
+#      from scripts/requirements-ma.txt (each redone when its file's hash changes);
 #   3. ONNX Runtime for C at $ORT_HOME: headers from Debian 13's libonnxruntime-dev (fetched with a
 #      private apt configuration pointing at the Debian archive this machine's own apt sources use;
 #      the system's apt state is never touched) and the libraries of the onnxruntime-openvino
 #      wheel (ONNX Runtime with its CPU and OpenVINO providers).
 # Idempotent; prints nothing when everything is present. Run from anywhere:
-#   ORT_HOME=... VENV=... scripts/setup.sh
+#   ORT_HOME=... VENV=... MA_VENV=... scripts/setup.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +16,7 @@ DEFAULT_ORT_HOME="$ROOT/.deps/ort"
 ORT_HOME=${ORT_HOME:-$DEFAULT_ORT_HOME}
 VENV=${VENV:-$ROOT/.venv}
 REQS="$ROOT/scripts/requirements.txt"
+MA_VENV=${MA_VENV:-$ROOT/.venv-ma}
 
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
           libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libyaml-dev
@@ -45,26 +47,32 @@ if [ ${#missing[@]} -gt 0 ]; then
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# --- 2. Python venv -------------------------------------------------------------------------------
-STAMP="$VENV/.nereid-requirements.sha256"
-want=$(sha256sum "$REQS" | cut -d' ' -f1)
-have=$(cat "$STAMP" 2>/dev/null || true)
-if [ "$want" != "$have" ] || [ ! -x "$VENV/bin/python" ]; then
-    if [ ! -x "$VENV/bin/python" ]; then
-        say "creating Python venv at $VENV"
-        python3 -m venv "$VENV"
+# --- 2. Python venvs ------------------------------------------------------------------------------
+# venv_sync <venv> <requirements>: true when it (re)installed.
+venv_sync() {
+    local venv=$1 reqs=$2 stamp="$1/.nereid-requirements.sha256" want have
+    want=$(sha256sum "$reqs" | cut -d' ' -f1)
+    have=$(cat "$stamp" 2>/dev/null || true)
+    [ "$want" != "$have" ] || [ ! -x "$venv/bin/python" ] || return 1
+    if [ ! -x "$venv/bin/python" ]; then
+        say "creating Python venv at $venv"
+        python3 -m venv "$venv"
     fi
-    say "installing Python packages from scripts/requirements.txt into $VENV"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-input \
-        --only-binary=:all: -r "$REQS"
+    say "installing Python packages from ${reqs#"$ROOT"/} into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-input \
+        --only-binary=:all: -r "$reqs"
+    printf '%s\n' "$want" > "$stamp"
+}
+if venv_sync "$VENV" "$REQS"; then
     # perf_analyzer must start (usage text), not die in the dynamic loader.
     pa_out=$(VENV="$VENV" "$ROOT/scripts/perf_analyzer" --version 2>&1 || true)
     case "$pa_out" in
         *"error while loading shared libraries"*|*"not found"*)
+            rm -f "$VENV/.nereid-requirements.sha256"
             die "perf_analyzer does not start: $pa_out" ;;
     esac
-    printf '%s\n' "$want" > "$STAMP"
 fi
+venv_sync "$MA_VENV" "$ROOT/scripts/requirements-ma.txt" || true
 
 # --- 3. ONNX Runtime for C ------------------------------------------------------------------------
 ort_header() {
