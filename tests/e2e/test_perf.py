@@ -929,3 +929,26 @@ def test_input_data_directory_errors_match_perf_analyzer(url, tmp_path):
         r = run(tool, ["-m", "simple", "-u", url, "--input-data", str(d)])
         assert r.returncode == 99 and "error: Failed to init manager inputs: provided data for " \
             "input INPUT1 has byte size 5, expect 64" in r.stderr, (tool, r.stderr)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_statistics_are_the_versions_the_requests_go_to(repos, server_factory, protocol):
+    """Without -x the requests go to the highest version served, and the Server block reads
+    that version's statistics (perf_analyzer: the highest version whose counts grew), not the
+    sum of every version's: another client's load on version 1 at the same time is not
+    counted."""
+    srv = server_factory([repos["repo"]], ["--model-control-mode=explicit",
+                                           "--load-model=two_versions"])
+    u = f"127.0.0.1:{srv.port}"
+    other = subprocess.Popen([str(PERF), "-m", "two_versions", "-x", "1", "-u", u, "--shape",
+                              "INPUT0:4", "-p", "500", "-s", "1000", "-r", "6"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        r = run(PERF, ["-m", "two_versions", "-u", srv.grpc_url if protocol == "grpc" else u,
+                       "-i", protocol, "--shape", "INPUT0:4", "--request-count", "300"])
+        assert other.poll() is None  # version 1 was under load all along
+    finally:
+        other.wait(timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^    Successful request count: 300$", r.stdout, re.M), r.stdout

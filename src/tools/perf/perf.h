@@ -251,6 +251,11 @@ typedef struct {
     uint64_t output_count, output_ns;
 } perf_server_stats_t;
 
+/* Without -x, the version whose statistics are read: perf_analyzer reads the highest version
+ * whose counts grew, and requests without a version go to the highest version served, so it
+ * is the highest listed. `best` is the highest version number so far (-1 at first); returns
+ * the new one, and whether `version` is it in *is_best. */
+long long perf_stats_version(const char *version, size_t len, long long best, bool *is_best);
 NR_MUST_CHECK nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o,
                                              perf_server_stats_t *s);
 /* a += b, and d = now - prev, field by field (every field is a uint64_t counter). */

@@ -549,9 +549,15 @@ nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o, perf_s
     if (st == NULL && (r = inference__model_statistics_response__unpack(
                            NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
         st = nr_status_new(NR_INTERNAL, "failed to get model statistics: unreadable response");
+    long long best = -1; /* without -x: the highest version's (perf_stats_version) */
     for (size_t i = 0; r && i < r->n_model_stats; i++) {
         const Inference__ModelStatistics *e = r->model_stats[i];
         const Inference__InferStatistics *is = e->inference_stats;
+        bool is_best;
+        best = perf_stats_version(e->version, strlen(e->version), best, &is_best);
+        if (!is_best)
+            continue;
+        memset(s, 0, sizeof(*s));
         s->inference_count += e->inference_count;
         s->execution_count += e->execution_count;
         if (is == NULL)

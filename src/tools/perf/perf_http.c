@@ -486,10 +486,18 @@ nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o, perf_server
     free(path);
     memset(s, 0, sizeof(*s));
     if (st == NULL) {
-        /* every version listed: summed (without -x the server lists the versions it serves) */
+        /* without -x the server lists every version it serves: the highest one's are read */
         const nr_jv_t *list = nr_jv_get(root, "model_stats");
+        long long best = -1;
         for (size_t i = 0; list && list->type == NR_JV_ARRAY && i < list->n; i++) {
             const nr_jv_t *e = &list->u.items[i], *is = nr_jv_get(e, "inference_stats");
+            const nr_jv_t *v = nr_jv_get(e, "version");
+            bool is_best;
+            best = perf_stats_version(v && v->type == NR_JV_STRING ? v->u.str : "0",
+                                      v && v->type == NR_JV_STRING ? v->n : 1, best, &is_best);
+            if (!is_best)
+                continue;
+            memset(s, 0, sizeof(*s));
             s->inference_count += u64_at(e, "inference_count", NULL);
             s->execution_count += u64_at(e, "execution_count", NULL);
             s->success_count += u64_at(is, "success", "count");

@@ -7,6 +7,7 @@
 
 #include "../../common/alloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -160,6 +161,16 @@ void perf_model_free(perf_model_t *m)
 }
 
 /* ---- server statistics ---- */
+
+long long perf_stats_version(const char *version, size_t len, long long best, bool *is_best)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) - 1 ? len : sizeof(buf) - 1),
+             version);
+    long long v = strtoll(buf, NULL, 10);
+    *is_best = v > best;
+    return v > best ? v : best;
+}
 
 #define N_STATS (sizeof(perf_server_stats_t) / sizeof(uint64_t)) /* all uint64_t */
 
