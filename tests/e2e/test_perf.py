@@ -182,25 +182,29 @@ def connections_of(pid, port):
             continue
         if t.startswith("socket:["):
             inodes.add(t[8:-1])
-    n = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        f = line.split()
-        if f[3] == "01" and int(f[2].split(":")[1], 16) == port and f[9] in inodes:
-            n += 1
+    n = 0  # gRPC's sockets are IPv6 ones, with 127.0.0.1 as a v4-mapped address
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "01" and int(f[2].split(":")[1], 16) == port and f[9] in inodes:
+                n += 1
     return n
 
 
-def test_concurrency_n_keeps_n_connections_busy(small_server):
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_concurrency_n_keeps_n_connections_busy(small_server, protocol):
     """Concurrency 3: three load connections (one request in flight on each, back to back),
-    plus the one that reads statistics."""
-    p = subprocess.Popen([str(PERF), "-m", "simple", "-u", f"127.0.0.1:{small_server.port}",
+    plus the one that reads statistics. Over gRPC the three slots are driven by one thread on
+    one completion queue, each with its own channel."""
+    port = small_server.grpc_port if protocol == "grpc" else small_server.port
+    p = subprocess.Popen([str(PERF), "-m", "simple", "-u", f"127.0.0.1:{port}", "-i", protocol,
                           "-p", "1500", "-s", "1000", "--concurrency-range", "3"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         seen = []
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and p.poll() is None:
-            seen.append(connections_of(p.pid, small_server.port))
+            seen.append(connections_of(p.pid, port))
             time.sleep(0.1)
         assert max(seen) == 4, seen
     finally:

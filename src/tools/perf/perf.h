@@ -286,6 +286,27 @@ NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opt
 /* SystemSharedMemoryRegister (key "/<name>", offset 0); name NULL: SystemSharedMemoryUnregister
  * of every region. */
 NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
+/* Many ModelInfer calls in flight from one thread: slot i has its own channel (its own
+ * connection, as every HTTP worker has) and at most one call at a time; every completion comes
+ * through one completion queue. The concurrency mode's gRPC load (perf_load.c): one thread
+ * waking once per answer drives many slots, where a thread per slot blocked in its own queue
+ * cost twice the client CPU per request. */
+typedef struct perf_grpc_slot perf_grpc_slot_t;
+typedef struct {
+    grpc_completion_queue *cq;
+    perf_grpc_slot_t *slots;
+    size_t n;
+} perf_grpc_pool_t;
+NR_MUST_CHECK nr_status_t *perf_grpc_pool_open(perf_grpc_pool_t *p, const char *url, size_t n);
+/* Starts slot i's call of request (a model's built request, read in place until it ends). */
+NR_MUST_CHECK nr_status_t *perf_grpc_pool_start(perf_grpc_pool_t *p, size_t i,
+                                                const nr_buf_t *request);
+/* Waits up to 50 ms for a call to end: its slot, its error in *err (NULL when it succeeded);
+ * SIZE_MAX when none ended. */
+size_t perf_grpc_pool_next(perf_grpc_pool_t *p, nr_status_t **err);
+/* Cancels the calls still in flight, waits for them, closes everything. */
+void perf_grpc_pool_close(perf_grpc_pool_t *p);
+
 /* perf_http_outputs for a serialized ModelInferResponse. */
 void perf_grpc_outputs(const nr_buf_t *resp, nr_buf_t *out);
 /* One ModelInfer; the response's bytes land in *scratch. r gets the (un)marshal times. With

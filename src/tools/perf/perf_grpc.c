@@ -122,6 +122,137 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
     return st;
 }
 
+/* ---- the pool: many calls in flight on one completion queue ---- */
+
+struct perf_grpc_slot {
+    grpc_channel *ch;
+    grpc_call *call; /* NULL when idle */
+    grpc_byte_buffer *send, *recv;
+    grpc_metadata_array md, trailers;
+    grpc_status_code status;
+    grpc_slice details;
+    grpc_op ops[6];
+};
+
+nr_status_t *perf_grpc_pool_open(perf_grpc_pool_t *p, const char *url, size_t n)
+{
+    memset(p, 0, sizeof(*p));
+    p->cq = grpc_completion_queue_create_for_next(NULL);
+    p->slots = nr_calloc(n + 1, sizeof(*p->slots));
+    for (; p->n < n; p->n++) {
+        perf_grpc_t g;
+        nr_status_t *st = perf_grpc_open(&g, url); /* the same channel settings */
+        if (g.cq) {
+            grpc_completion_queue_shutdown(g.cq);
+            grpc_completion_queue_destroy(g.cq);
+        }
+        p->slots[p->n].ch = g.ch;
+        if (st)
+            return st;
+    }
+    return NULL;
+}
+
+static nr_status_t *slot_end(perf_grpc_slot_t *s);
+
+nr_status_t *perf_grpc_pool_start(perf_grpc_pool_t *p, size_t i, const nr_buf_t *request)
+{
+    perf_grpc_slot_t *s = &p->slots[i];
+    grpc_slice sl = grpc_slice_from_static_buffer(request->data, request->len);
+    s->send = grpc_raw_byte_buffer_create(&sl, 1);
+    s->recv = NULL;
+    s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, p->cq,
+                                       grpc_slice_from_static_string(METHOD("ModelInfer")),
+                                       NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_metadata_array_init(&s->md);
+    grpc_metadata_array_init(&s->trailers);
+    s->status = GRPC_STATUS_UNKNOWN;
+    s->details = grpc_empty_slice();
+    memset(s->ops, 0, sizeof(s->ops));
+    s->ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    s->ops[1].op = GRPC_OP_SEND_MESSAGE;
+    s->ops[1].data.send_message.send_message = s->send;
+    s->ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    s->ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    s->ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
+    s->ops[4].op = GRPC_OP_RECV_MESSAGE;
+    s->ops[4].data.recv_message.recv_message = &s->recv;
+    s->ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    s->ops[5].data.recv_status_on_client.trailing_metadata = &s->trailers;
+    s->ops[5].data.recv_status_on_client.status = &s->status;
+    s->ops[5].data.recv_status_on_client.status_details = &s->details;
+    if (s->call && grpc_call_start_batch(s->call, s->ops, 6, s, NULL) == GRPC_CALL_OK)
+        return NULL;
+    s->status = GRPC_STATUS_OK;
+    nr_status_free(slot_end(s)); /* idle again */
+    return nr_status_new(NR_INTERNAL, "cannot start a gRPC call");
+}
+
+/* Slot s's call is over: its error, and the slot idle again. */
+static nr_status_t *slot_end(perf_grpc_slot_t *s)
+{
+    nr_status_t *st = NULL;
+    if (s->status != GRPC_STATUS_OK) {
+        char *d = grpc_slice_to_c_string(s->details);
+        st = nr_status_new(NR_UNAVAILABLE, "%s", d);
+        gpr_free(d);
+    }
+    if (s->recv)
+        grpc_byte_buffer_destroy(s->recv);
+    grpc_byte_buffer_destroy(s->send);
+    grpc_slice_unref(s->details);
+    grpc_metadata_array_destroy(&s->md);
+    grpc_metadata_array_destroy(&s->trailers);
+    if (s->call)
+        grpc_call_unref(s->call);
+    s->call = NULL;
+    s->send = s->recv = NULL;
+    return st;
+}
+
+size_t perf_grpc_pool_next(perf_grpc_pool_t *p, nr_status_t **err)
+{
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(50, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_next(p->cq, deadline, NULL);
+    *err = NULL;
+    if (ev.type != GRPC_OP_COMPLETE)
+        return SIZE_MAX;
+    perf_grpc_slot_t *s = ev.tag;
+    *err = slot_end(s);
+    return (size_t)(s - p->slots);
+}
+
+void perf_grpc_pool_close(perf_grpc_pool_t *p)
+{
+    size_t busy = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->slots[i].call) {
+            grpc_call_cancel(p->slots[i].call, NULL);
+            busy++;
+        }
+    while (busy > 0) {
+        grpc_event ev = grpc_completion_queue_next(p->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+                                                   NULL);
+        if (ev.type != GRPC_OP_COMPLETE)
+            break;
+        nr_status_free(slot_end(ev.tag));
+        busy--;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (p->slots[i].ch)
+            grpc_channel_destroy(p->slots[i].ch);
+    if (p->cq) {
+        grpc_completion_queue_shutdown(p->cq);
+        while (grpc_completion_queue_next(p->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN)
+            ;
+        grpc_completion_queue_destroy(p->cq);
+    }
+    free(p->slots);
+    memset(p, 0, sizeof(*p));
+}
+
 /* ---- --streaming: ModelStreamInfer, one request and its answer at a time ---- */
 
 static bool run_batch(perf_grpc_t *g, grpc_call *c, const grpc_op *ops, size_t n)

@@ -29,8 +29,14 @@ typedef struct {
     perf_window_t acc; /* the current window's share of this worker */
     perf_load_t *load;
     size_t next;      /* the model's request it sends next (they are taken in turn) */
+    /* gRPC in concurrency mode: this thread's slots on one completion queue */
+    perf_grpc_pool_t pool;
+    size_t n_slots;
+    uint64_t *slot_t0; /* each slot's call: when it was started */
     nr_buf_t outputs; /* --profile-export-file: the last response's outputs, rendered */
 } worker_t;
+
+#define PERF_SLOTS_PER_THREAD 8
 
 struct perf_load_s {
     const perf_model_t *model;
@@ -83,6 +89,9 @@ static bool wait_until(perf_load_t *l, uint64_t t)
     return true;
 }
 
+static void record(worker_t *w, char *err, uint64_t lat_ns, uint64_t lib_ns,
+                   const perf_resp_t *r);
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -112,19 +121,10 @@ static void *worker_main(void *arg)
          * so that a record's window and its time agree (the window ends after the cut) */
         if (l->profile)
             t1 = perf_now_ns();
-        if (err) {
-            w->acc.errors++;
-            if (w->acc.error == NULL)
-                w->acc.error = err;
-            else
-                free(err);
-        } else {
-            w->acc.count++;
+        bool ok = err == NULL;
+        record(w, err, t1 - (sched ? sched : t0), t1 - t0, &r);
+        if (ok) {
             w->acc.delayed += sched && t0 > sched + 1000000ull;
-            perf_hist_record(&w->acc.lat, t1 - (sched ? sched : t0));
-            w->acc.send_ns += r.send_ns;
-            w->acc.lib_ns += t1 - t0;
-            w->acc.recv_ns += r.recv_ns;
             if (l->profile) {
                 nr_buf_reset(&w->outputs);
                 if (l->grpc)
@@ -142,14 +142,89 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The window's share of one answer (under the worker's lock). */
+static void record(worker_t *w, char *err, uint64_t lat_ns, uint64_t lib_ns, const perf_resp_t *r)
+{
+    if (err) {
+        w->acc.errors++;
+        if (w->acc.error == NULL)
+            w->acc.error = err;
+        else
+            free(err);
+        return;
+    }
+    w->acc.count++;
+    perf_hist_record(&w->acc.lat, lat_ns);
+    w->acc.send_ns += r->send_ns;
+    w->acc.lib_ns += lib_ns;
+    w->acc.recv_ns += r->recv_ns;
+}
+
+/* gRPC, concurrency mode: this thread keeps its slots' calls in flight, each answer starting
+ * the slot's next request; at a stop the calls in flight are cancelled. */
+static void *pool_main(void *arg)
+{
+    worker_t *w = arg;
+    perf_load_t *l = w->load;
+    const perf_model_t *m = l->model;
+    size_t busy = 0;
+    bool failed = false;
+    for (size_t i = 0; i < w->n_slots; i++) {
+        if (l->budget && atomic_fetch_add(&l->sent, 1) >= l->budget)
+            break;
+        w->slot_t0[i] = perf_now_ns();
+        nr_status_t *st = perf_grpc_pool_start(&w->pool, i,
+                                               &m->requests[w->next++ % m->n_requests]);
+        if (st) {
+            nr_status_free(st);
+            failed = true;
+            break;
+        }
+        busy++;
+    }
+    while (busy > 0 && !failed) {
+        nr_status_t *st;
+        size_t i = perf_grpc_pool_next(&w->pool, &st);
+        if (i == SIZE_MAX) {
+            if (atomic_load_explicit(&l->stop, memory_order_relaxed))
+                break;
+            continue;
+        }
+        busy--;
+        uint64_t t1 = perf_now_ns();
+        perf_resp_t r = {.send_ns = 0, .recv_ns = 0};
+        char *err = st ? nr_strdup(st->msg) : NULL;
+        nr_status_free(st);
+        pthread_mutex_lock(&w->mu);
+        record(w, err, t1 - w->slot_t0[i], t1 - w->slot_t0[i], &r);
+        pthread_mutex_unlock(&w->mu);
+        if (err) /* do not spin on a server that refuses */
+            usleep(1000);
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed) ||
+            (l->budget && atomic_fetch_add(&l->sent, 1) >= l->budget))
+            continue;
+        w->slot_t0[i] = perf_now_ns();
+        if ((st = perf_grpc_pool_start(&w->pool, i,
+                                       &m->requests[w->next++ % m->n_requests])) != NULL) {
+            nr_status_free(st);
+            continue;
+        }
+        busy++;
+    }
+    return NULL;
+}
+
 static void worker_close(worker_t *w)
 {
-    if (w->load->grpc)
+    if (w->n_slots)
+        perf_grpc_pool_close(&w->pool);
+    else if (w->load->grpc)
         perf_grpc_close(&w->grpc);
     else
         perf_conn_close(&w->conn);
     nr_buf_free(&w->scratch);
     nr_buf_free(&w->outputs);
+    free(w->slot_t0);
     perf_window_free(&w->acc);
     pthread_mutex_destroy(&w->mu);
 }
@@ -174,20 +249,35 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
     l->n_intervals = o->intervals_ns ? o->n_intervals : 0;
     l->rng = 0x2545f4914f6cdd1dull; /* the same schedule every run, as perf_analyzer's */
     l->next_ns = perf_now_ns();
+    /* gRPC in concurrency mode: slots driven PERF_SLOTS_PER_THREAD to a thread on one
+     * completion queue (half the client CPU per request of a thread per slot); streaming and
+     * --profile-export-file keep a thread per slot */
+    size_t threads = conc, per = 1;
+    bool pool = o->grpc && rate <= 0 && !o->streaming && !o->profile_export;
+    if (pool) {
+        threads = (conc + PERF_SLOTS_PER_THREAD - 1) / PERF_SLOTS_PER_THREAD;
+        per = conc / threads;
+    }
     if (rate > 0)
-        conc = o->max_threads ? o->max_threads : 16;
-    l->w = nr_calloc(conc, sizeof(worker_t));
+        threads = o->max_threads ? o->max_threads : 16;
+    l->w = nr_calloc(threads, sizeof(worker_t));
     l->win_start = perf_now_ns();
     nr_status_t *st = NULL;
-    for (size_t i = 0; i < conc && !st; i++) {
+    for (size_t i = 0; i < threads && !st; i++) {
         worker_t *w = &l->w[i];
         w->load = l;
-        w->next = i; /* the workers start on different requests */
+        w->next = i * per; /* the workers start on different requests */
         pthread_mutex_init(&w->mu, NULL);
         nr_buf_init(&w->scratch);
-        st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);
-        w->grpc.streaming = o->streaming;
-        if (st == NULL && pthread_create(&w->tid, NULL, worker_main, w) != 0)
+        if (pool) { /* conc spread as evenly as it goes */
+            w->n_slots = per + (i < conc % threads ? 1 : 0);
+            w->slot_t0 = nr_calloc(w->n_slots, sizeof(uint64_t));
+            st = perf_grpc_pool_open(&w->pool, o->url, w->n_slots);
+        } else {
+            st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);
+            w->grpc.streaming = o->streaming;
+        }
+        if (st == NULL && pthread_create(&w->tid, NULL, pool ? pool_main : worker_main, w) != 0)
             st = nr_status_new(NR_INTERNAL, "cannot start a load thread");
         if (st) {
             worker_close(w);
