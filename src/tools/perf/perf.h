@@ -108,7 +108,8 @@ typedef struct {
     const char *body; /* into conn->in, valid until the next exchange */
     size_t body_len;
     uint64_t send_ns, recv_ns; /* writing the request; reading the response after its first byte */
-    size_t json_len; /* Inference-Header-Content-Length, else body_len */
+    const char *head; /* the response's header block (into conn->in), head_len bytes */
+    size_t head_len;
 } perf_resp_t;
 
 /* "host:port" (default port 8000) into c; no connection yet. */
@@ -142,7 +143,6 @@ typedef struct {
 
 typedef struct {
     char *name;
-    size_t bytes; /* -b of it when its shape is fixed (0: BYTES or a variable dim) */
     char *region; /* --shared-memory system: its region (the output's name), shm_bytes long */
     size_t shm_bytes;
 } perf_output_t;

@@ -52,6 +52,60 @@ void perf_grpc_close(perf_grpc_t *g)
     memset(g, 0, sizeof(*g));
 }
 
+/* One unary call's state: the six operations of its one batch and what they fill. */
+typedef struct {
+    grpc_byte_buffer *send, *recv;
+    grpc_metadata_array md, trailers;
+    grpc_status_code status;
+    grpc_slice details;
+    grpc_op ops[6];
+} unary_t;
+
+static void unary_init(unary_t *u, grpc_byte_buffer *send)
+{
+    memset(u, 0, sizeof(*u));
+    u->send = send;
+    grpc_metadata_array_init(&u->md);
+    grpc_metadata_array_init(&u->trailers);
+    u->status = GRPC_STATUS_UNKNOWN;
+    u->details = grpc_empty_slice();
+    u->ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    u->ops[1].op = GRPC_OP_SEND_MESSAGE;
+    u->ops[1].data.send_message.send_message = send;
+    u->ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    u->ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    u->ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->md;
+    u->ops[4].op = GRPC_OP_RECV_MESSAGE;
+    u->ops[4].data.recv_message.recv_message = &u->recv;
+    u->ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    u->ops[5].data.recv_status_on_client.trailing_metadata = &u->trailers;
+    u->ops[5].data.recv_status_on_client.status = &u->status;
+    u->ops[5].data.recv_status_on_client.status_details = &u->details;
+}
+
+/* The call's error from its status (NULL when OK). */
+static nr_status_t *unary_error(const unary_t *u)
+{
+    if (u->status == GRPC_STATUS_OK)
+        return NULL;
+    char *d = grpc_slice_to_c_string(u->details);
+    nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "%s", d);
+    gpr_free(d);
+    return st;
+}
+
+static void unary_free(unary_t *u)
+{
+    if (u->recv)
+        grpc_byte_buffer_destroy(u->recv);
+    if (u->send)
+        grpc_byte_buffer_destroy(u->send);
+    grpc_slice_unref(u->details);
+    grpc_metadata_array_destroy(&u->md);
+    grpc_metadata_array_destroy(&u->trailers);
+    u->send = u->recv = NULL;
+}
+
 /* One unary call; the response's bytes into *out (reset first). r (may be NULL) gets the time
  * spent building the request's buffer (send_ns) and reading the response's (recv_ns). */
 static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, size_t len,
@@ -61,46 +115,25 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
      * through synchronisation ThreadSanitizer cannot see in the uninstrumented library) */
     uint64_t t0 = perf_now_ns();
     grpc_slice s = grpc_slice_from_copied_buffer(req, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    unary_t u;
+    unary_init(&u, grpc_raw_byte_buffer_create(&s, 1));
     grpc_slice_unref(s);
     uint64_t t1 = perf_now_ns();
     grpc_call *c = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, g->cq,
                                             grpc_slice_from_static_string(method), NULL,
                                             gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    grpc_metadata_array md, trailers;
-    grpc_metadata_array_init(&md);
-    grpc_metadata_array_init(&trailers);
-    grpc_status_code status = GRPC_STATUS_UNKNOWN;
-    grpc_slice details = grpc_empty_slice();
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &trailers;
-    ops[5].data.recv_status_on_client.status = &status;
-    ops[5].data.recv_status_on_client.status_details = &details;
     nr_status_t *st = NULL;
-    if (grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK)
+    if (grpc_call_start_batch(c, u.ops, 6, c, NULL) != GRPC_CALL_OK)
         st = nr_status_new(NR_INTERNAL, "cannot start a gRPC call");
     else
         (void)grpc_completion_queue_pluck(g->cq, c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     uint64_t t2 = perf_now_ns();
-    if (st == NULL && status != GRPC_STATUS_OK) {
-        char *d = grpc_slice_to_c_string(details);
-        st = nr_status_new(NR_UNAVAILABLE, "%s", d);
-        gpr_free(d);
-    }
+    if (st == NULL)
+        st = unary_error(&u);
     nr_buf_reset(out);
-    if (st == NULL && recv) {
+    if (st == NULL && u.recv) {
         grpc_byte_buffer_reader rd;
-        if (grpc_byte_buffer_reader_init(&rd, recv)) {
+        if (grpc_byte_buffer_reader_init(&rd, u.recv)) {
             grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
             nr_buf_append(out, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
             grpc_slice_unref(all);
@@ -108,16 +141,11 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
         }
     }
     if (r) {
-        r->status = st ? (int)status : 0;
+        r->status = st ? (int)u.status : 0;
         r->send_ns = t1 - t0;
         r->recv_ns = perf_now_ns() - t2;
     }
-    if (recv)
-        grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
-    grpc_slice_unref(details);
-    grpc_metadata_array_destroy(&md);
-    grpc_metadata_array_destroy(&trailers);
+    unary_free(&u);
     grpc_call_unref(c);
     return st;
 }
@@ -127,11 +155,7 @@ static nr_status_t *call(perf_grpc_t *g, const char *method, const void *req, si
 struct perf_grpc_slot {
     grpc_channel *ch;
     grpc_call *call; /* NULL when idle */
-    grpc_byte_buffer *send, *recv;
-    grpc_metadata_array md, trailers;
-    grpc_status_code status;
-    grpc_slice details;
-    grpc_op ops[6];
+    unary_t u;
 };
 
 nr_status_t *perf_grpc_pool_open(perf_grpc_pool_t *p, const char *url, size_t n)
@@ -159,31 +183,13 @@ nr_status_t *perf_grpc_pool_start(perf_grpc_pool_t *p, size_t i, const nr_buf_t 
 {
     perf_grpc_slot_t *s = &p->slots[i];
     grpc_slice sl = grpc_slice_from_static_buffer(request->data, request->len);
-    s->send = grpc_raw_byte_buffer_create(&sl, 1);
-    s->recv = NULL;
+    unary_init(&s->u, grpc_raw_byte_buffer_create(&sl, 1));
     s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, p->cq,
                                        grpc_slice_from_static_string(METHOD("ModelInfer")),
                                        NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    grpc_metadata_array_init(&s->md);
-    grpc_metadata_array_init(&s->trailers);
-    s->status = GRPC_STATUS_UNKNOWN;
-    s->details = grpc_empty_slice();
-    memset(s->ops, 0, sizeof(s->ops));
-    s->ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    s->ops[1].op = GRPC_OP_SEND_MESSAGE;
-    s->ops[1].data.send_message.send_message = s->send;
-    s->ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    s->ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    s->ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
-    s->ops[4].op = GRPC_OP_RECV_MESSAGE;
-    s->ops[4].data.recv_message.recv_message = &s->recv;
-    s->ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    s->ops[5].data.recv_status_on_client.trailing_metadata = &s->trailers;
-    s->ops[5].data.recv_status_on_client.status = &s->status;
-    s->ops[5].data.recv_status_on_client.status_details = &s->details;
-    if (s->call && grpc_call_start_batch(s->call, s->ops, 6, s, NULL) == GRPC_CALL_OK)
+    if (s->call && grpc_call_start_batch(s->call, s->u.ops, 6, s, NULL) == GRPC_CALL_OK)
         return NULL;
-    s->status = GRPC_STATUS_OK;
+    s->u.status = GRPC_STATUS_OK;
     nr_status_free(slot_end(s)); /* idle again */
     return nr_status_new(NR_INTERNAL, "cannot start a gRPC call");
 }
@@ -191,22 +197,11 @@ nr_status_t *perf_grpc_pool_start(perf_grpc_pool_t *p, size_t i, const nr_buf_t 
 /* Slot s's call is over: its error, and the slot idle again. */
 static nr_status_t *slot_end(perf_grpc_slot_t *s)
 {
-    nr_status_t *st = NULL;
-    if (s->status != GRPC_STATUS_OK) {
-        char *d = grpc_slice_to_c_string(s->details);
-        st = nr_status_new(NR_UNAVAILABLE, "%s", d);
-        gpr_free(d);
-    }
-    if (s->recv)
-        grpc_byte_buffer_destroy(s->recv);
-    grpc_byte_buffer_destroy(s->send);
-    grpc_slice_unref(s->details);
-    grpc_metadata_array_destroy(&s->md);
-    grpc_metadata_array_destroy(&s->trailers);
+    nr_status_t *st = unary_error(&s->u);
+    unary_free(&s->u);
     if (s->call)
         grpc_call_unref(s->call);
     s->call = NULL;
-    s->send = s->recv = NULL;
     return st;
 }
 

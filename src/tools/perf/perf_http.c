@@ -171,10 +171,8 @@ static nr_status_t *exchange_once(perf_conn_t *c, const nr_buf_t *head, const vo
     r->status = status;
     r->body = c->in.data + hlen;
     r->body_len = blen;
-    const char *ihcl = find_header(c->in.data, hlen, "Inference-Header-Content-Length");
-    r->json_len = ihcl ? (size_t)strtoull(ihcl, NULL, 10) : blen;
-    if (r->json_len > blen)
-        r->json_len = blen;
+    r->head = c->in.data;
+    r->head_len = hlen;
     r->send_ns = t1 - t0;
     r->recv_ns = t2 - first;
     c->used = hlen + blen;
@@ -444,8 +442,13 @@ void perf_http_outputs(const perf_resp_t *r, nr_buf_t *out)
     nr_json_doc_t *doc = NULL;
     const nr_jv_t *root, *outs;
     nr_buf_putc(out, '{');
-    nr_status_t *st = nr_json_parse(r->body, r->json_len, &doc, &root);
-    size_t at = r->json_len, n = 0; /* the binary data follows the header, output by output */
+    /* looked up here, not for every response: only --profile-export-file reads outputs */
+    const char *ihcl = find_header(r->head, r->head_len, "Inference-Header-Content-Length");
+    size_t json_len = ihcl ? (size_t)strtoull(ihcl, NULL, 10) : r->body_len;
+    if (json_len > r->body_len)
+        json_len = r->body_len;
+    nr_status_t *st = nr_json_parse(r->body, json_len, &doc, &root);
+    size_t at = json_len, n = 0; /* the binary data follows the header, output by output */
     if (st == NULL && (outs = nr_jv_get(root, "outputs")) != NULL && outs->type == NR_JV_ARRAY)
         for (size_t i = 0; i < outs->n; i++) {
             const nr_jv_t *t = &outs->u.items[i], *name = nr_jv_get(t, "name"),

@@ -91,7 +91,6 @@ void perf_output_init(perf_output_t *out, const char *name, const char *datatype
     size_t bytes = size > 0 ? (size_t)size * (size_t)o->batch : 0;
     for (size_t k = mbs > 0 && nd > 0 ? 1 : 0; k < nd; k++)
         bytes = dims[k] < 0 ? 0 : bytes * (size_t)dims[k];
-    out->bytes = bytes;
     if (o->shm_system) { /* perf_analyzer's sizes: the output's, else the option's per batch */
         out->region = nr_strdup(name);
         out->shm_bytes = bytes ? bytes : (size_t)o->output_shm_size * (size_t)o->batch;
