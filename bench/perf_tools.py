@@ -18,9 +18,14 @@ PERF = os.path.join(os.path.dirname(NEREID), "nereid-perf")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PORT, GRPC_PORT = 18990, 18991
 # (model, flags, concurrency, protocol)
+# The tiny models measure the tools as much as the server: on two cores a client's CPU is part of
+# every latency. The CNNs are compute-bound (the server's work is 1000x the client's), the case
+# where two correct tools must agree.
 CASES = [("simple", [], 1, "http"), ("identity_fp32", ["--shape", "INPUT0:16"], 1, "http"),
          ("identity_fp32", ["--shape", "INPUT0:16"], 16, "http"),
-         ("identity_fp32", ["--shape", "INPUT0:16"], 16, "grpc")]
+         ("identity_fp32", ["--shape", "INPUT0:16"], 16, "grpc"),
+         ("densenet_onnx", [], 1, "http"), ("densenet_onnx", [], 1, "grpc"),
+         ("inception_onnx", [], 2, "http"), ("inception_onnx", [], 2, "grpc")]
 
 
 def server_count(model):
@@ -38,13 +43,14 @@ def run(tool, model, extra, conc, protocol):
             "-s", "1000", "-r", "4", "--concurrency-range", str(conc), *extra]
     with tempfile.TemporaryFile("w+") as f:
         p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, text=True)
-        t0, status, ru = time.time(), None, None
+        t0, status, ru, killed = time.time(), None, None, False
         while status is None:
             pid, st, r = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 status, ru = st, r
-            elif time.time() - t0 > 180:
-                p.kill()
+            elif time.time() - t0 > 180 and not killed:
+                os.kill(p.pid, 9)  # not p.kill(): its poll() would reap the child before wait4
+                killed = True
             else:
                 time.sleep(0.1)
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -53,6 +59,8 @@ def run(tool, model, extra, conc, protocol):
     m = re.search(r"throughput: ([\d.e+]+) infer/sec, latency", out)
     p95 = re.search(r"p95 latency: (\d+) usec", out)
     if p.returncode != 0 or not m or not p95:
+        print(f"{os.path.basename(tool)} {model} c={conc} {protocol}: "
+              + ("killed after 180 s" if killed else f"exit {p.returncode}"), flush=True)
         return None
     reqs = server_count(model) - before
     return float(m.group(1)), int(p95.group(1)), (ru.ru_utime + ru.ru_stime) / reqs * 1e6
@@ -70,19 +78,27 @@ def main():
         stop_server(srv)
     print("\n## nereid-perf and perf_analyzer 2.51 on the same server (bench/perf_tools.py, "
           f"{ROUNDS} interleaved rounds, medians)\n")
-    print("| model | c | protocol | tool | infer/s | p95 | client CPU per request | runs finished |")
-    print("|---|---:|---|---|---:|---:|---:|---:|")
+    print("| model | c | protocol | tool | infer/s | p95 | client CPU per request | runs finished |"
+          " nereid-perf / perf_analyzer |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---|")
+    meds = {}
     for (model, conc, proto, name), rs in res.items():
         ok = [r for r in rs if r]
         if not ok:
-            print(f"| {model} | {conc} | {proto} | {name} | - | - | - | 0/{len(rs)} |")
+            print(f"| {model} | {conc} | {proto} | {name} | - | - | - | 0/{len(rs)} | |")
             continue
         med = lambda i: statistics.median(r[i] for r in ok)
+        meds[(model, conc, proto, name)] = (med(0), med(1))
         cpus = [r[2] for r in ok if r[2]]
         cpu = f"{statistics.median(cpus):.1f} us" if cpus else "-"
+        ours = meds.get((model, conc, proto, "nereid-perf"))
+        ratio = ""
+        if name == "perf_analyzer" and ours:
+            ratio = (f"infer/s {ours[0] / med(0):.2f}x, p95 {ours[1] / med(1):.2f}x"
+                     + (" (within 10 %)" if all(0.9 <= ours[i] / meds[(model, conc, proto, name)][i]
+                                                <= 1.1 for i in (0, 1)) else ""))
         print(f"| {model} | {conc} | {proto} | {name} | {med(0):.0f} | {med(1)} us | {cpu} | "
-              f"{len(ok)}/{len(rs)} |")
-
+              f"{len(ok)}/{len(rs)} | {ratio} |")
 
 if __name__ == "__main__":
     main()
