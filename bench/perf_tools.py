@@ -8,6 +8,7 @@ rounds, medians. For each: the throughput and p95 each tool reports, and each to
 perf_analyzer gets 180 s per run; a run that does not finish is reported as such.
 
     .venv/bin/python bench/perf_tools.py     # BENCH_ROUNDS=3
+    BENCH_MODELS=densenet_onnx,inception_onnx .venv/bin/python bench/perf_tools.py  # those only
 """
 import http.client, json, os, re, statistics, subprocess, tempfile, time
 
@@ -26,6 +27,8 @@ CASES = [("simple", [], 1, "http"), ("identity_fp32", ["--shape", "INPUT0:16"], 
          ("identity_fp32", ["--shape", "INPUT0:16"], 16, "grpc"),
          ("densenet_onnx", [], 1, "http"), ("densenet_onnx", [], 1, "grpc"),
          ("inception_onnx", [], 2, "http"), ("inception_onnx", [], 2, "grpc")]
+if os.environ.get("BENCH_MODELS"):
+    CASES = [c for c in CASES if c[0] in os.environ["BENCH_MODELS"].split(",")]
 
 
 def server_count(model):

@@ -172,6 +172,28 @@ def test_shape_and_input_data(url):
     assert int(re.search(r"Successful request count: (\d+)", r.stdout).group(1)) > 0
 
 
+@pytest.mark.parametrize("data", ["zero", "random"])
+def test_input_data_is_perf_analyzers(url, tmp_path, data):
+    """--input-data zero|random sends perf_analyzer's kind of data, as both tools'
+    --profile-export-file show it: zeros, or uniform random bytes (INT32 over its full range,
+    so negative values and values past 2^30) in one buffer every input shares (simple's INPUT0
+    and INPUT1 equal). A compute-bound model runs at a speed that depends on the values, so the
+    two tools measure the same server alike only with the same kind (docs/perf.md)."""
+    import json
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        f = tmp_path / f"{name}.json"
+        r = run(tool, ["-m", "simple", "-u", url, "--request-count", "3", "--input-data", data,
+                       "--profile-export-file", str(f)])
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+        for q in json.loads(f.read_text())["experiments"][0]["requests"]:
+            a, b = q["request_inputs"]["INPUT0"], q["request_inputs"]["INPUT1"]
+            assert a == b and len(a) == 16, (name, q)
+            if data == "zero":
+                assert a == [0] * 16, (name, a)
+            else:
+                assert min(a) < 0 and max(abs(x) for x in a) >= 2**30, (name, a)
+
+
 def connections_of(pid, port):
     """ESTABLISHED TCP connections of process pid to 127.0.0.1:port."""
     inodes = set()

@@ -103,34 +103,52 @@ static uint64_t next(uint64_t *s)
     return *s;
 }
 
-/* Every input's bytes, one after another, into *data (initialised here); sets each input's
- * offset and bytes. */
+static size_t input_elems(const perf_input_t *in)
+{
+    size_t elems = 1;
+    for (size_t k = 0; k < in->n_shape; k++)
+        elems *= (size_t)in->shape[k];
+    return elems;
+}
+
+/* Every input's bytes into *data (initialised here); sets each input's offset and bytes.
+ * As perf_analyzer: the fixed-size inputs share one buffer, the largest one's size, of zeros
+ * or of uniform random bytes (any float, NaN and Inf included: a CNN's compute time depends on
+ * the values, so both tools must send the same kind), each input reading its own prefix; a
+ * BYTES input gets --string-length letters per element after it. */
 static void model_data(perf_model_t *m, const perf_opts_t *o, nr_buf_t *data)
 {
     bool zero = o->input_data && strcmp(o->input_data, "zero") == 0;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
-    nr_buf_init(data);
+    size_t shared = 0;
     for (size_t i = 0; i < m->n_inputs; i++) {
         perf_input_t *in = &m->inputs[i];
-        size_t before = data->len, elems = 1;
-        for (size_t k = 0; k < in->n_shape; k++)
-            elems *= (size_t)in->shape[k];
-        if (in->elem_size == 0) { /* BYTES: 4-byte length, then --string-length letters */
-            for (size_t e = 0; e < elems; e++) {
-                uint32_t n = (uint32_t)o->string_length;
-                nr_buf_append(data, &n, 4);
-                for (uint32_t k = 0; k < n; k++)
-                    nr_buf_putc(data, zero ? '0' : (char)('a' + next(&seed) % 26));
-            }
-        } else { /* small random bytes: no NaN or Inf in floating-point inputs */
-            size_t n = elems * (size_t)in->elem_size;
-            nr_buf_reserve(data, n);
-            for (size_t k = 0; k < n; k++)
-                data->data[data->len + k] = zero ? 0 : (char)(next(&seed) & 0x3f);
-            data->len += n;
+        in->bytes = input_elems(in) * (size_t)in->elem_size;
+        in->offset = 0;
+        if (in->bytes > shared)
+            shared = in->bytes;
+    }
+    nr_buf_init(data);
+    nr_buf_reserve(data, shared);
+    for (size_t k = 0; k < shared; k += 8) {
+        uint64_t r = zero ? 0 : next(&seed);
+        memcpy(data->data + k, &r, shared - k < 8 ? shared - k : 8);
+    }
+    data->len = shared;
+    data->data[shared] = '\0';
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        perf_input_t *in = &m->inputs[i];
+        if (in->elem_size != 0)
+            continue;
+        size_t elems = input_elems(in);
+        in->offset = data->len;
+        for (size_t e = 0; e < elems; e++) { /* 4-byte length, then the letters */
+            uint32_t n = (uint32_t)o->string_length;
+            nr_buf_append(data, &n, 4);
+            for (uint32_t k = 0; k < n; k++)
+                nr_buf_putc(data, zero ? '0' : (char)('a' + next(&seed) % 26));
         }
-        in->offset = before;
-        in->bytes = data->len - before;
+        in->bytes = data->len - in->offset;
     }
 }
 
