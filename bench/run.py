@@ -18,6 +18,7 @@ The server runs with its defaults (`make run`'s configuration). Rounds are inter
 median of the per-round ratios is reported, since this machine is shared and noisy.
 
     .venv/bin/python bench/run.py     # BENCH_ROUNDS=3 BENCH_SECONDS=5 BENCH_CALLGRIND=1
+    BENCH_ONLY=http .venv/bin/python bench/run.py   # the HTTP rows against nginx only
 """
 import json, os, re, shutil, signal, statistics, struct, subprocess, sys, tempfile, time
 import http.client
@@ -30,6 +31,9 @@ import callgrind
 NR_PORT, NGX_PORT, STARTUP_PORT = 18500, 18580, 18590
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECS = int(os.environ.get("BENCH_SECONDS", "5"))
+ONLY = os.environ.get("BENCH_ONLY", "")
+if ONLY not in ("", "http"):
+    sys.exit(f"BENCH_ONLY={ONLY}: only 'http' is known")
 IDENTITY = "/v2/models/identity_fp32/infer"
 VALUES = [float(i) / 10 for i in range(16)]
 med = statistics.median
@@ -354,16 +358,18 @@ def main():
     os.chmod(tmp, 0o755)  # nginx workers run as an unprivileged user
     t0 = time.time()
     try:
-        startup_rows(tmp)
+        if not ONLY:
+            startup_rows(tmp)
         srv = start_server(REPO, NR_PORT)
         try:
-            outside_compute_rows()
-            cnn_rows(tmp, srv)
-            perf_analyzer_row()
+            if not ONLY:
+                outside_compute_rows()
+                cnn_rows(tmp, srv)
+                perf_analyzer_row()
             http_rows(tmp)
         finally:
             stop_server(srv)
-        if os.environ.get("BENCH_CALLGRIND", "1") != "0":
+        if os.environ.get("BENCH_CALLGRIND", "1") != "0" and not ONLY:
             print("\ninstructions per request under callgrind (identity_fp32 JSON, 1,000 requests)")
             ir, parts = callgrind.instructions_per_request(tmp, 1000)
             row("instructions per request in the server, identity_fp32 JSON",

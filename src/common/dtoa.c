@@ -267,16 +267,25 @@ static int grisu2(double v, char *buf, int *k10)
     return len;
 }
 
-static void put_exp(nr_buf_t *b, int e)
+/* "e<exp>" at p; returns the end. */
+static char *put_exp(char *p, int e)
 {
-    nr_buf_putc(b, 'e');
+    *p++ = 'e';
     if (e < 0) {
-        nr_buf_putc(b, '-');
+        *p++ = '-';
         e = -e;
     }
-    nr_buf_u64(b, (uint64_t)e);
+    if (e >= 100)
+        *p++ = (char)('0' + e / 100);
+    if (e >= 10)
+        *p++ = (char)('0' + e / 10 % 10);
+    *p++ = (char)('0' + e % 10);
+    return p;
 }
 
+/* The text is laid out in a local buffer and appended once: one capacity check per
+ * number instead of one per character (longest: "-0.00000" + 17 digits, or
+ * "-1." + 16 digits + "e-308"). */
 void nr_buf_double(nr_buf_t *b, double v)
 {
     if (isnan(v)) {
@@ -287,12 +296,14 @@ void nr_buf_double(nr_buf_t *b, double v)
         nr_buf_puts(b, v < 0 ? "-Infinity" : "Infinity");
         return;
     }
+    char out[48], *p = out;
     if (signbit(v)) {
-        nr_buf_putc(b, '-');
+        *p++ = '-';
         v = -v;
     }
     if (v == 0) {
-        nr_buf_puts(b, "0.0");
+        memcpy(p, "0.0", 3);
+        nr_buf_append(b, out, (size_t)(p - out) + 3);
         return;
     }
     char d[32];
@@ -300,26 +311,34 @@ void nr_buf_double(nr_buf_t *b, double v)
     int len = grisu2(v, d, &k);
     int kk = len + k; /* 10^(kk-1) <= v < 10^kk */
     if (k >= 0 && kk <= 21) { /* 1234e7 -> 12340000000.0 */
-        nr_buf_append(b, d, (size_t)len);
+        memcpy(p, d, (size_t)len);
+        p += len;
         for (int i = len; i < kk; i++)
-            nr_buf_putc(b, '0');
-        nr_buf_puts(b, ".0");
+            *p++ = '0';
+        *p++ = '.';
+        *p++ = '0';
     } else if (kk > 0 && kk <= 21) { /* 1234e-2 -> 12.34 */
-        nr_buf_append(b, d, (size_t)kk);
-        nr_buf_putc(b, '.');
-        nr_buf_append(b, d + kk, (size_t)(len - kk));
+        memcpy(p, d, (size_t)kk);
+        p += kk;
+        *p++ = '.';
+        memcpy(p, d + kk, (size_t)(len - kk));
+        p += len - kk;
     } else if (kk > -6 && kk <= 0) { /* 1234e-6 -> 0.001234 */
-        nr_buf_puts(b, "0.");
+        *p++ = '0';
+        *p++ = '.';
         for (int i = kk; i < 0; i++)
-            nr_buf_putc(b, '0');
-        nr_buf_append(b, d, (size_t)len);
+            *p++ = '0';
+        memcpy(p, d, (size_t)len);
+        p += len;
     } else if (len == 1) { /* 1e30 */
-        nr_buf_putc(b, d[0]);
-        put_exp(b, kk - 1);
+        *p++ = d[0];
+        p = put_exp(p, kk - 1);
     } else { /* 1234e30 -> 1.234e33 */
-        nr_buf_putc(b, d[0]);
-        nr_buf_putc(b, '.');
-        nr_buf_append(b, d + 1, (size_t)(len - 1));
-        put_exp(b, kk - 1);
+        *p++ = d[0];
+        *p++ = '.';
+        memcpy(p, d + 1, (size_t)(len - 1));
+        p += len - 1;
+        p = put_exp(p, kk - 1);
     }
+    nr_buf_append(b, out, (size_t)(p - out));
 }

@@ -16,8 +16,9 @@ void nr_infer_init(nr_infer_t *inf, nr_server_t *srv, nr_model_t *m, void *front
     inf->model = m;
     inf->req = nr_req_new(m);
     inf->req->frontend = frontend;
-    inf->listed = nr_calloc(n_out, sizeof(bool));
-    inf->class_n = nr_calloc(n_out, sizeof(uint64_t));
+    /* one allocation: class_n[n_out], then listed[n_out] */
+    inf->class_n = nr_calloc(n_out, sizeof(uint64_t) + sizeof(bool));
+    inf->listed = (bool *)(inf->class_n + n_out);
 }
 
 void nr_infer_release(nr_infer_t *inf)
@@ -35,8 +36,7 @@ void nr_infer_release(nr_infer_t *inf)
     for (size_t i = 0; i < inf->n_shm_in; i++)
         nr_shm_put(inf->shm_in[i]);
     free(inf->shm_in);
-    free(inf->listed);
-    free(inf->class_n);
+    free(inf->class_n); /* and listed */
     free(inf->outs);
     free(inf->class_t);
     nr_model_release(inf->model); /* last: the request's outputs came from it */

@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +30,32 @@ uint64_t nr_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
+static size_t align_up(size_t n)
+{
+    const size_t a = _Alignof(max_align_t);
+    return (n + a - 1) / a * a;
+}
+
+/* One allocation per request for the request and its per-config arrays, laid out as
+ * req | inputs[n_input] | outputs[n_output] | want[n_output] | present[n_input],
+ * wanted[n_output] (five callocs before: the request path's malloc/free pairs are a
+ * measurable part of a small request's cost, docs/performance.md). */
 nr_req_t *nr_req_new(nr_model_t *model)
 {
     const nr_model_config_t *cfg = model->cfg;
-    nr_req_t *req = nr_calloc(1, sizeof(*req));
+    size_t n_in = cfg->n_input ? cfg->n_input : 1, n_out = cfg->n_output ? cfg->n_output : 1;
+    size_t at_inputs = align_up(sizeof(nr_req_t));
+    size_t at_outputs = at_inputs + align_up(n_in * sizeof(nr_tensor_t));
+    size_t at_want = at_outputs + align_up(n_out * sizeof(nr_tensor_t));
+    size_t at_present = at_want + align_up(n_out * sizeof(uint32_t));
+    char *block = nr_calloc(1, at_present + cfg->n_input + cfg->n_output + 1);
+    nr_req_t *req = (nr_req_t *)block;
     req->model = model;
-    req->inputs = nr_calloc(cfg->n_input ? cfg->n_input : 1, sizeof(nr_tensor_t));
-    /* one allocation for both flag arrays: present[n_input], wanted[n_output] */
-    req->present = nr_calloc(cfg->n_input + cfg->n_output + 1, sizeof(bool));
+    req->inputs = (nr_tensor_t *)(block + at_inputs);
+    req->outputs = (nr_tensor_t *)(block + at_outputs);
+    req->want = (uint32_t *)(block + at_want);
+    req->present = (bool *)(block + at_present);
     req->wanted = req->present + cfg->n_input;
-    req->want = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(uint32_t));
-    req->outputs = nr_calloc(cfg->n_output ? cfg->n_output : 1, sizeof(nr_tensor_t));
     req->t_start_ns = nr_now_ns();
     return req;
 }
@@ -151,12 +167,8 @@ void nr_req_free(nr_req_t *req)
     nr_strmap_free(&req->extra_index);
     nr_status_free(req->status);
     free(req->id);
-    free(req->inputs);
-    free(req->present); /* and wanted */
     free(req->order);
-    free(req->want);
-    free(req->outputs);
-    free(req);
+    free(req); /* and its arrays, allocated with it */
 }
 
 static void dims_str(nr_buf_t *b, const int64_t *dims, size_t ndim, bool batch_prefix)
