@@ -77,6 +77,40 @@ def test_named_policy_and_numa_node(server_factory, tmp_path):
     assert infer_json(srv.port, "identity_fp32", IDENT).status == 200
 
 
+@needs_two
+def test_warmup_runs_under_the_instance_policy(server_factory, tmp_path):
+    """Warmup runs on the loading thread (the main one) before the instance's own thread starts:
+    under the instance's host policy for the while, so its work runs on the instance's cores and
+    memory node. Watched from /proc during a long warmup (300,000 runs of identity_fp32): the
+    loading thread is pinned to the policy's core while it runs, and has its own affinity back
+    once the server is ready."""
+    import time
+    core = all_cpus()[-1]
+    repo = tmp_path / "repo"
+    d = models.write_model(repo, "identity_fp32")
+    (d / "config.pbtxt").write_text(models.config_identity("identity_fp32") + (
+        'model_warmup [ { name: "long" batch_size: 1 count: 300000 inputs { key: "INPUT0" '
+        'value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n'))
+    srv = server_factory([repo], [f"--host-policy=cpu,cpu-cores={core}"], wait=False)
+    pid, seen = srv.proc.pid, set()
+    deadline = time.time() + 120
+    while time.time() < deadline and srv.proc.poll() is None:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/status") as f:
+                st = dict(ln.rstrip("\n").split(":\t", 1) for ln in f if ":\t" in ln)
+            seen.add(st["Cpus_allowed_list"])
+        except FileNotFoundError:
+            break
+        if any(n.startswith("identity_fp32_0") for n, _ in threads(pid)):
+            break  # the instance thread starts after warmup
+        time.sleep(0.005)
+    assert str(core) in seen, seen
+    srv.wait_live()
+    with open(f"/proc/{pid}/task/{pid}/status") as f:
+        assert f"Cpus_allowed_list:\t{str(core)}\n" not in f.read()
+    assert infer_json(srv.port, "identity_fp32", IDENT).status == 200
+
+
 @pytest.mark.parametrize("flag, text", [
     ("--host-policy=p,numa-node=1", "setting 'numa-node' names node 1; this machine has NUMA "
                                     "nodes 0-0"),
