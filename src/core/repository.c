@@ -787,6 +787,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
             continue;
         nr_model_t *m = pv[i].m;
         NR_LOG_INFO("loading: %s:%" PRId64, name, v[i]);
+        uint64_t t_load = nr_now_ns();
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[i], g->cfg->default_model_filename);
         st = nr_model_load(m, dir, mp, repo->opts.cpu_count);
         free(mp);
@@ -796,6 +797,10 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
             NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", name, v[i], m->reason);
             failed = true;
         } else {
+            /* Triton logs no duration; the guide's slow start-ups (OpenVINO compiling,
+             * TensorRT engines, warmup) are worth seeing at the default level */
+            NR_LOG_INFO("'%s' version %" PRId64 " loaded in %.1f ms (session, instances and "
+                        "warmup)", name, v[i], (double)(nr_now_ns() - t_load) / 1e6);
             m->state = NR_MODEL_READY;
             if (repo->obs_cap)
                 nr_stats_enable_obs(&m->stats, repo->obs_cap);

@@ -213,6 +213,7 @@ def test_startup_log_lines(main_server):
                     r"successfully loaded 'simple'( version 1)?",
                     r"successfully loaded 'two_versions'( version [12])?",
                     r"successfully loaded 'identity_bf16'( version 1)?",
+                    r"'simple' version 1 loaded in \d+\.\d ms \(session, instances and warmup\)",
                     r"failed to load 'broken' version 1: Internal: onnx runtime error 7: "
                     r"Load model from .*/broken/1/model\.onnx failed:Protobuf parsing failed\."):
         assert log_line(log, pattern), (pattern, main_server.log_tail(200))
