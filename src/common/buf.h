@@ -40,6 +40,10 @@ void nr_buf_i64(nr_buf_t *b, int64_t v);
  * 100 -> "100.0", 0.1f -> "0.10000000149011612", NaN -> "NaN", inf -> "Infinity".
  * Implemented in dtoa.c. */
 void nr_buf_double(nr_buf_t *b, double v);
+/* The same text written at out, which has room for NR_DTOA_MAX bytes (the longest is 25:
+ * "-0.00000" and 17 digits, or "-1." 16 digits "e-308"); returns its end, unterminated. */
+#define NR_DTOA_MAX 32
+char *nr_dtoa(char *out, double v);
 /* Appends the bytes of the file at path: 0, the errno of the open or read
  * that failed, or EFBIG once more than `max` bytes were seen (b then holds
  * the first `max` of them). */

@@ -283,28 +283,26 @@ static char *put_exp(char *p, int e)
     return p;
 }
 
-/* The text is laid out in a local buffer and appended once: one capacity check per
- * number instead of one per character (longest: "-0.00000" + 17 digits, or
- * "-1." + 16 digits + "e-308"). */
-void nr_buf_double(nr_buf_t *b, double v)
+char *nr_dtoa(char *out, double v)
 {
+    char *p = out;
     if (isnan(v)) {
-        nr_buf_puts(b, "NaN");
-        return;
+        memcpy(p, "NaN", 3);
+        return p + 3;
     }
     if (isinf(v)) {
-        nr_buf_puts(b, v < 0 ? "-Infinity" : "Infinity");
-        return;
+        if (v < 0)
+            *p++ = '-';
+        memcpy(p, "Infinity", 8);
+        return p + 8;
     }
-    char out[48], *p = out;
     if (signbit(v)) {
         *p++ = '-';
         v = -v;
     }
     if (v == 0) {
         memcpy(p, "0.0", 3);
-        nr_buf_append(b, out, (size_t)(p - out) + 3);
-        return;
+        return p + 3;
     }
     char d[32];
     int k;
@@ -340,5 +338,11 @@ void nr_buf_double(nr_buf_t *b, double v)
         p += len - 1;
         p = put_exp(p, kk - 1);
     }
-    nr_buf_append(b, out, (size_t)(p - out));
+    return p;
+}
+
+void nr_buf_double(nr_buf_t *b, double v)
+{
+    char out[NR_DTOA_MAX];
+    nr_buf_append(b, out, (size_t)(nr_dtoa(out, v) - out));
 }

@@ -74,6 +74,28 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
         return nr_status_new(NR_INTERNAL, "output '%s' has %zu bytes, less than its shape needs",
                              name, t->size);
     const char *p = t->data;
+    if (dt == NR_TYPE_FP32 || dt == NR_TYPE_FP64) { /* written in place, room made once */
+        if (count > (SIZE_MAX / 2 - b->len) / (NR_DTOA_MAX + 1) ||
+            !nr_buf_try_reserve(b, count * (NR_DTOA_MAX + 1) + 2))
+            return no_memory(name);
+        char *o = b->data + b->len;
+        for (uint64_t i = 0; i < count; i++) {
+            if (i)
+                *o++ = ',';
+            double v;
+            if (dt == NR_TYPE_FP32) {
+                float f;
+                memcpy(&f, p + i * es, sizeof(f));
+                v = f;
+            } else {
+                memcpy(&v, p + i * es, sizeof(v));
+            }
+            o = nr_dtoa(o, v);
+        }
+        b->len = (size_t)(o - b->data);
+        nr_buf_putc(b, ']');
+        return NULL;
+    }
     if (!nr_buf_try_reserve(b, count * 4))
         return no_memory(name);
     for (uint64_t i = 0; i < count; i++) {
