@@ -27,6 +27,7 @@
 #include "json_int.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,9 @@ typedef struct {
     int depth;
     const nr_json_opts_t *opts; /* NULL: every value is built */
     bool in_list;               /* inside the value of the root's member opts->list */
+    /* the stacks start here (an infer request's header fits): no allocation until deeper */
+    nr_jv_t vals_small[16];
+    nr_jv_member_t mems_small[16];
 } parser_t;
 
 static bool fail(parser_t *p, const char *msg, size_t at)
@@ -416,11 +420,17 @@ static bool parse_number(parser_t *p, nr_jv_t *v)
 
 static bool parse_value(parser_t *p, nr_jv_t *v);
 
-/* The temporary stacks double; a failed growth is an allocation failure. */
-static bool grow(parser_t *p, void **stack, size_t *cap, size_t elem, size_t first)
+/* The temporary stacks double, from the parser's own small arrays to the heap; a failed
+ * growth is an allocation failure. */
+static bool grow(parser_t *p, void **stack, size_t *cap, size_t elem, const void *small)
 {
-    size_t n = *cap ? *cap * 2 : first;
-    void *q = n <= SIZE_MAX / elem ? realloc(*stack, n * elem) : NULL;
+    size_t n = *cap * 2;
+    void *q = NULL;
+    if (n <= SIZE_MAX / elem) {
+        q = *stack == small ? malloc(n * elem) : realloc(*stack, n * elem);
+        if (q != NULL && *stack == small)
+            memcpy(q, small, *cap * elem);
+    }
     if (q == NULL)
         return fail(p, OOM, n * elem);
     *stack = q;
@@ -468,7 +478,7 @@ static bool parse_array(parser_t *p, nr_jv_t *v)
             }
             if (v != NULL) {
                 if (p->n_vals == p->cap_vals &&
-                    !grow(p, (void **)&p->vals, &p->cap_vals, sizeof(nr_jv_t), 64))
+                    !grow(p, (void **)&p->vals, &p->cap_vals, sizeof(nr_jv_t), p->vals_small))
                     return false;
                 p->vals[p->n_vals++] = e;
             }
@@ -550,7 +560,8 @@ static bool parse_object(parser_t *p, nr_jv_t *v)
                 return false;
             if (v != NULL) {
                 if (p->n_mems == p->cap_mems &&
-                    !grow(p, (void **)&p->mems, &p->cap_mems, sizeof(nr_jv_member_t), 32))
+                    !grow(p, (void **)&p->mems, &p->cap_mems, sizeof(nr_jv_member_t),
+                          p->mems_small))
                     return false;
                 p->mems[p->n_mems++] = m;
             }
@@ -618,7 +629,12 @@ nr_status_t *nr_json_parse_opts(const char *buf, size_t len, const nr_json_opts_
 {
     nr_json_doc_t *doc = nr_calloc(1, sizeof(*doc));
     doc->arena = nr_arena_init(4096); /* an infer request's DOM is small: data is spans */
-    parser_t p = {0};
+    parser_t p;
+    memset(&p, 0, offsetof(parser_t, vals_small)); /* the small stacks need no zeroing */
+    p.vals = p.vals_small;
+    p.cap_vals = sizeof(p.vals_small) / sizeof(p.vals_small[0]);
+    p.mems = p.mems_small;
+    p.cap_mems = sizeof(p.mems_small) / sizeof(p.mems_small[0]);
     p.s = buf;
     p.n = len;
     p.doc = doc;
@@ -635,8 +651,10 @@ nr_status_t *nr_json_parse_opts(const char *buf, size_t len, const nr_json_opts_
                 ok = fail(&p, "The document root must not be followed by other values.", p.i);
         }
     }
-    free(p.vals);
-    free(p.mems);
+    if (p.vals != p.vals_small)
+        free(p.vals);
+    if (p.mems != p.mems_small)
+        free(p.mems);
     if (!ok) {
         nr_json_free(doc);
         *out = NULL;
