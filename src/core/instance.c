@@ -230,9 +230,6 @@ void nr_inst_run_direct(nr_instance_t *inst, nr_req_t **reqs, size_t n)
         nr_host_policy_restore(saved);
         return;
     }
-    NR_LOG_VERBOSE(2, "instance %s runs %zu request(s) on the loading thread%s%s", inst->name, n,
-                   inst->policy ? " under host policy " : "",
-                   inst->policy ? inst->policy->name : "");
     for (size_t done = 0; done < n;) {
         size_t k = n - done < inst->cap ? n - done : inst->cap;
         memcpy(inst->reqs, reqs + done, k * sizeof(*reqs));

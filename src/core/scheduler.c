@@ -65,7 +65,7 @@ struct nr_sched_s {
     /* idle instances that may be borrowed for inline execution */
     nr_sched_waiter_t *idle;
     size_t n_borrowed;
-    bool inline_ok; /* the policy dispatches at once: no delay, no ordering */
+    bool inline_ok; /* no batcher: a request is dispatched alone and at once */
     pthread_mutex_t ord_mu;
     nr_req_t *pending;
     uint64_t next_out;
@@ -146,7 +146,11 @@ nr_sched_t *nr_sched_create(const nr_model_config_t *cfg)
     }
     if (s->max_preferred == 0)
         s->max_preferred = s->max_batch;
-    s->inline_ok = !s->ordered && s->max_delay_ns == 0;
+    /* A dynamic batcher never runs a request inline, even without a delay: a connection
+     * thread busy running one request cannot read the next, so with one HTTP worker (the
+     * default on 2 cores) every request ran alone and no batch ever formed (an MLP at c=16:
+     * dynamic batching 1.14x the default config's throughput inline, over 1.3x queued) */
+    s->inline_ok = !s->dynamic;
     return s;
 }
 
