@@ -60,7 +60,7 @@ static const char usage_text[] =
     "  --model-repository=<path>        Model repository (repeatable; alias --model-store)\n"
     "  --http-port=<int>                HTTP port (default 8000)\n"
     "  --http-address=<addr>            HTTP bind address (default 0.0.0.0)\n"
-    "  --http-thread-count=<int>        HTTP threads (default: half the usable cores, 1 to 8)\n"
+    "  --http-thread-count=<int>        HTTP threads (default 8)\n"
     "  --http-max-input-size=<int>      Largest request body in bytes (default 67108864)\n"
     "  --http-max-connections=<int>     Open HTTP connections; more get 503 (default: what\n"
     "                                   the fd limit allows, at most 65536; 0: no limit)\n"
@@ -434,17 +434,6 @@ static int cpu_count(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* --http-thread-count's default. Triton's is 8; nereid's workers are epoll loops that never
- * block on a request in flight, so more of them than cores only adds context switches and
- * contention for an idle instance to run inline: on 2 cores, with the client on the other,
- * identity_fp32 JSON at c=16 ran 71k req/s with 1 worker against 57k with 8 and 56-70k with 2
- * (docs/performance.md). Half the cores leaves the rest to the instances and the clients. */
-static int http_threads_default(int cores)
-{
-    int n = cores / 2;
-    return n < 1 ? 1 : n > 8 ? 8 : n;
-}
-
 static void log_options(const opts_t *o)
 {
     char **owned = nr_calloc(o->n_repos + o->n_load_models + 4, sizeof(char *));
@@ -579,7 +568,7 @@ int main(int argc, char **argv)
     opts_t o = {
         .http_address = "0.0.0.0",
         .http_port = 8000,
-        .http_threads = 0, /* half the usable cores, 1 to 8: see http_threads_default */
+        .http_threads = 8, /* Triton's; fewer is faster, but not fair: docs/architecture.md */
         .http_max_input = NR_DEFAULT_HTTP_MAX_INPUT,
         .http_max_conns = -1,
         .http_idle_timeout = 300,
@@ -603,8 +592,6 @@ int main(int argc, char **argv)
     nr_grpc_options_default(&o.grpc);
     nr_metrics_options_default(&o.metrics);
     parse_args(argc, argv, &o);
-    if (o.http_threads == 0)
-        o.http_threads = http_threads_default(cpu_count());
     nr_log_settings.info = o.log_info;
     nr_log_settings.warn = o.log_warn;
     nr_log_settings.error = o.log_error;

@@ -25,9 +25,17 @@ def run(tool, args, timeout=180):
 
 def template(text):
     """The output with every number replaced: what must be the same line for line. The
-    rate-mode lines about delayed sends depend on the machine's timing, not on the tool."""
-    return [l for l in re.sub(r"\d+(\.\d+)?(e[+-]\d+)?", "N", text).splitlines()
-            if "of the requests were delayed" not in l and "Avg send request rate" not in l]
+    rate-mode lines about delayed sends depend on the machine's timing, not on the tool, and
+    so does how many windows (-v's "Pass [N]" lines) a level takes to settle: a run of them
+    counts as one."""
+    out = []
+    for l in re.sub(r"\d+(\.\d+)?(e[+-]\d+)?", "N", text).splitlines():
+        if "of the requests were delayed" in l or "Avg send request rate" in l:
+            continue
+        if l.lstrip().startswith("Pass [N]") and out and out[-1] == l:
+            continue
+        out.append(l)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +71,16 @@ def test_output_matches_perf_analyzer_line_for_line(url, grpc_url, small_server,
         args = [str(tmp_path / "intervals.txt") if a == "@intervals" else a for a in args]
     for name, tool in (("pa", PA), ("perf", PERF)):
         csv = tmp_path / f"{name}.csv"
-        r = run(tool, ["-m", "simple", "-u", u, "-i", protocol, *FAST, "-f", str(csv),
-                       "--verbose-csv", *args])
+        argv = ["-m", "simple", "-u", u, "-i", protocol, *FAST, "-f", str(csv), "--verbose-csv",
+                *args]
+        try:
+            r = run(tool, argv)
+        except subprocess.TimeoutExpired:
+            if tool != PA:
+                raise
+            # perf_analyzer 2.51 itself once never ended a run (CI, ASan server,
+            # --request-count 40 at c=4, 180 s): the reference gets one more try, ours none
+            r = run(tool, argv)
         assert r.returncode == 0, (name, r.stdout, r.stderr)
         out[name] = (r.stdout, csv.read_text().splitlines())
     assert template(out["perf"][0]) == template(out["pa"][0]), out["perf"][0]
