@@ -219,24 +219,12 @@ void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req)
 
 void nr_inst_run_direct(nr_instance_t *inst, nr_req_t **reqs, size_t n)
 {
-    /* on the calling (loading) thread, under the instance's host policy for the while: its
-     * work runs on its cores and memory node, warmup included, as on its own thread */
-    nr_host_policy_saved_t *saved = NULL;
-    nr_status_t *st = inst->policy ? nr_host_policy_apply(inst->policy, &saved) : NULL;
-    if (st != NULL) {
-        for (size_t i = 0; i < n; i++)
-            reqs[i]->status = nr_status_new(st->code, "%s", st->msg);
-        nr_status_free(st);
-        nr_host_policy_restore(saved);
-        return;
-    }
     for (size_t done = 0; done < n;) {
         size_t k = n - done < inst->cap ? n - done : inst->cap;
         memcpy(inst->reqs, reqs + done, k * sizeof(*reqs));
         run_batch(inst, k, false);
         done += k;
     }
-    nr_host_policy_restore(saved);
 }
 
 void nr_inst_set_passive(nr_instance_t *inst, bool passive)
@@ -247,6 +235,11 @@ void nr_inst_set_passive(nr_instance_t *inst, bool passive)
 void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy)
 {
     inst->policy = policy;
+}
+
+const nr_host_policy_t *nr_inst_policy(const nr_instance_t *inst)
+{
+    return inst->policy;
 }
 
 nr_status_t *nr_inst_start(nr_instance_t *inst)

@@ -16,6 +16,7 @@ void nr_inst_set_passive(nr_instance_t *inst, bool passive);
 /* The host policy its thread applies when it starts (NULL: none). Call
  * before nr_inst_start. */
 void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy);
+const nr_host_policy_t *nr_inst_policy(const nr_instance_t *inst);
 /* Starts the thread; the instance then serves until the queue stops. A
  * thread that cannot start is an error (INTERNAL, with the system's reason):
  * the model must not be READY with an instance that never takes requests. */

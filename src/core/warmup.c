@@ -1,6 +1,8 @@
 /* warmup.c - model_warmup (warmup.h). Runs on the loading thread, before the
  * instance threads start: the instances are idle, so each sample's batch is
  * handed to an instance directly (nr_inst_run_direct), never to the queue.
+ * The loading thread takes each instance's host policy while it warms that
+ * instance up, so a pinned instance warms up on its own cores and memory node.
  */
 #include "warmup.h"
 
@@ -131,7 +133,10 @@ nr_status_t *nr_warmup_run(nr_model_t *m, const char *model_dir)
         for (size_t k = 0; k < w->n_inputs && st == NULL; k++)
             st = build_input(m, model_dir, &w->inputs[k], &si[k]);
         uint32_t iterations = w->count > 0 ? w->count : 1;
-        for (size_t i = 0; i < m->n_instances && st == NULL; i++)
+        for (size_t i = 0; i < m->n_instances && st == NULL; i++) {
+            const nr_host_policy_t *policy = nr_inst_policy(m->instances[i]);
+            nr_host_policy_saved_t *saved = NULL;
+            st = policy ? nr_host_policy_apply(policy, &saved) : NULL;
             for (uint32_t it = 1; it <= iterations && st == NULL; it++) {
                 NR_LOG_VERBOSE(1,
                                "model '%s' instance %s is running warmup sample '%s' for "
@@ -139,6 +144,8 @@ nr_status_t *nr_warmup_run(nr_model_t *m, const char *model_dir)
                                m->name, nr_inst_name(m->instances[i]), w->name, it);
                 st = run_once(m, m->instances[i], w, si);
             }
+            nr_host_policy_restore(saved);
+        }
         for (size_t k = 0; k < w->n_inputs; k++)
             free(si[k].data);
         free(si);
