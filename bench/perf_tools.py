@@ -28,7 +28,12 @@ CASES = [("simple", [], 1, "http"), ("identity_fp32", ["--shape", "INPUT0:16"], 
          ("densenet_onnx", [], 1, "http"), ("densenet_onnx", [], 1, "grpc"),
          ("inception_onnx", [], 2, "http"), ("inception_onnx", [], 2, "grpc")]
 if os.environ.get("BENCH_MODELS"):
-    CASES = [c for c in CASES if c[0] in os.environ["BENCH_MODELS"].split(",")]
+    _asked = os.environ["BENCH_MODELS"].split(",")
+    _unknown = sorted(set(_asked) - {c[0] for c in CASES})
+    if _unknown:
+        raise SystemExit(f"BENCH_MODELS: no case for {', '.join(_unknown)}; the models are "
+                         f"{', '.join(sorted({c[0] for c in CASES}))}")
+    CASES = [c for c in CASES if c[0] in _asked]
 
 
 def server_count(model):
