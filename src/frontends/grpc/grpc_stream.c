@@ -12,10 +12,20 @@
  *   - once the client half-closes and the last response is written, the
  *     call ends with OK (CANCELLED when a write failed).
  *
- * gRPC allows one read and one write in flight per call: the next read is
- * posted as soon as a message arrives, and responses leave one at a time
- * from the head of the request list. The list is under the stream's mutex;
- * gRPC batches are started after it is released.
+ * gRPC allows one read and one write in flight per call: responses leave one
+ * at a time from the head of the request list, and the next read is posted
+ * once a message has been handed to the core. The list is under the stream's
+ * mutex; gRPC batches are started after it is released.
+ *
+ * A request answered while its message was being handled (a model that runs
+ * on the gRPC thread) whose response is the only one outstanding goes out in
+ * one batch with the next read. gRPC 1.51 answers every read posted after a
+ * message was consumed with a stream WINDOW_UPDATE written at once; alone,
+ * that is a second sendmsg per request (and a second wake-up of the client),
+ * in one batch it leaves in the response's write. The batch completes when
+ * the next message arrives, so it is only used when no other response waits
+ * behind it: a client waiting for several responses before it writes again
+ * cannot be held up by it.
  */
 #include "grpc_int.h"
 
@@ -39,12 +49,13 @@ typedef struct entry_s {
 
 struct stream_s {
     nr_grpc_call_t *c;
-    nr_grpc_tag_t on_meta, on_recv, on_send, on_status, on_close;
+    nr_grpc_tag_t on_meta, on_recv, on_send, on_sendrecv, on_status, on_close;
     grpc_byte_buffer *recv;  /* the message RECV_MESSAGE delivers */
     grpc_byte_buffer *sent;  /* the response being written */
     pthread_mutex_t mu;
     entry_t *head, *tail;    /* requests in arrival order */
     bool sending;            /* a write is in flight */
+    bool handling;           /* on_recv is handing a message to the core */
     bool read_done;          /* the client half-closed or the call broke */
     bool failed;             /* a write failed: end with CANCELLED */
     bool status_sent;
@@ -108,8 +119,8 @@ typedef struct {
 static next_t next_locked(stream_t *s)
 {
     next_t n = {NULL, false, true};
-    if (s->sending || s->status_sent)
-        return n;
+    if (s->sending || s->status_sent || s->handling)
+        return n; /* on_send, or on_recv once it has handled its message, comes back */
     if (s->failed) { /* nothing more is written; drop what is ready */
         while (s->head != NULL && s->head->msg != NULL) {
             entry_t *e = s->head;
@@ -231,26 +242,68 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
     complete(e, bb);
 }
 
+/* What the last read delivered: a message, or NULL once the client half-closed
+ * or the call broke. */
+static void received(stream_t *s, grpc_byte_buffer *payload)
+{
+    if (payload == NULL) {
+        pthread_mutex_lock(&s->mu);
+        s->read_done = true;
+        pthread_mutex_unlock(&s->mu);
+        pump(s);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->handling = true;
+    pthread_mutex_unlock(&s->mu);
+    handle(s, payload);
+    pthread_mutex_lock(&s->mu);
+    s->handling = false;
+    grpc_byte_buffer *with_read = NULL;
+    entry_t *e = s->head;
+    if (!s->sending && !s->status_sent && !s->failed && e != NULL && e->next == NULL &&
+        e->msg != NULL) {
+        with_read = e->msg;
+        s->head = s->tail = NULL;
+        free(e);
+        s->sending = true;
+        s->sent = with_read;
+    }
+    next_t n = with_read == NULL ? next_locked(s) : (next_t){NULL, false, true};
+    pthread_mutex_unlock(&s->mu);
+    if (with_read != NULL) {
+        grpc_op ops[2];
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_MESSAGE;
+        ops[0].data.send_message.send_message = with_read;
+        ops[1].op = GRPC_OP_RECV_MESSAGE;
+        ops[1].data.recv_message.recv_message = &s->recv;
+        if (start(s, ops, 2, &s->on_sendrecv))
+            return;
+        pthread_mutex_lock(&s->mu); /* the call is over: end it */
+        s->sending = false;
+        s->failed = true;
+        s->read_done = true;
+        n = next_locked(s);
+        pthread_mutex_unlock(&s->mu);
+    } else {
+        post_read(s);
+    }
+    run_next(s, n);
+}
+
 static void on_recv(nr_grpc_tag_t *t, bool ok)
 {
     stream_t *s = CONTAINER(t, stream_t, on_recv);
     grpc_byte_buffer *payload = ok ? s->recv : NULL;
     s->recv = NULL;
-    if (payload == NULL) { /* half-closed, cancelled or broken */
-        pthread_mutex_lock(&s->mu);
-        s->read_done = true;
-        pthread_mutex_unlock(&s->mu);
-        pump(s);
-    } else {
-        post_read(s); /* the next request may arrive while this one runs */
-        handle(s, payload);
-    }
+    received(s, payload);
     stream_unref(s);
 }
 
-static void on_send(nr_grpc_tag_t *t, bool ok)
+/* The response written with the read has left, or the call broke. */
+static void sent(stream_t *s, bool ok)
 {
-    stream_t *s = CONTAINER(t, stream_t, on_send);
     pthread_mutex_lock(&s->mu);
     grpc_byte_buffer_destroy(s->sent);
     s->sent = NULL;
@@ -260,6 +313,28 @@ static void on_send(nr_grpc_tag_t *t, bool ok)
     next_t n = next_locked(s);
     pthread_mutex_unlock(&s->mu);
     run_next(s, n);
+}
+
+static void on_send(nr_grpc_tag_t *t, bool ok)
+{
+    stream_t *s = CONTAINER(t, stream_t, on_send);
+    sent(s, ok);
+    stream_unref(s);
+}
+
+/* A batch of a response and the next read: both are done. A failed batch is
+ * a broken call: the write counts as failed and the read as the end. */
+static void on_sendrecv(nr_grpc_tag_t *t, bool ok)
+{
+    stream_t *s = CONTAINER(t, stream_t, on_sendrecv);
+    grpc_byte_buffer *payload = s->recv;
+    s->recv = NULL;
+    if (!ok && payload != NULL) {
+        grpc_byte_buffer_destroy(payload);
+        payload = NULL;
+    }
+    sent(s, ok); /* nothing else waits: no read was posted since */
+    received(s, payload);
     stream_unref(s);
 }
 
@@ -296,6 +371,7 @@ void nr_grpc_stream_start(nr_grpc_call_t *c)
     s->on_meta.fn = on_meta;
     s->on_recv.fn = on_recv;
     s->on_send.fn = on_send;
+    s->on_sendrecv.fn = on_sendrecv;
     s->on_status.fn = on_status;
     s->on_close.fn = on_close;
     s->details = grpc_empty_slice();
