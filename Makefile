@@ -268,6 +268,6 @@ $(BUILD)/bin/bench-infer-parse: bench/infer_parse.c $(BUILD)/libnereid.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # gRPC's C client as a load generator (bench/protocols.py)
-$(BUILD)/bin/bench-grpc-load: bench/grpc_load.c
+$(BUILD)/bin/bench-grpc-load: bench/grpc_load.c src/common/grpc_lib.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

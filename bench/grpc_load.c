@@ -8,6 +8,8 @@
  *
  *   grpc_load -m unary -c 16 -k 16 -d 5 -f req.bin 127.0.0.1:8001 /inference.GRPCInferenceService/ModelInfer
  */
+#include "../src/common/grpc_lib.h"
+
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -155,7 +157,7 @@ int main(int argc, char **argv)
     static char buf[1 << 24];
     size_t len = fread(buf, 1, sizeof(buf), f);
     fclose(f);
-    grpc_init();
+    nr_grpc_lib_init(); /* as the server and nereid-perf start gRPC */
     payload = grpc_slice_from_copied_buffer(buf, len);
     method = grpc_slice_from_static_string(argv[optind + 1]);
     cq = grpc_completion_queue_create_for_next(NULL);

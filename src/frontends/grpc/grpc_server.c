@@ -15,6 +15,7 @@
 #include "grpc_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/grpc_lib.h"
 #include "../../common/log.h"
 #include "../../common/net.h"
 
@@ -463,7 +464,8 @@ nr_status_t *nr_grpc_start(const nr_grpc_options_t *opts, nr_server_t *core,
         free_server(s);
         return st;
     }
-    grpc_init();
+    if (nr_grpc_lib_init())
+        NR_LOG_VERBOSE(1, "gRPC: abseil's mutex deadlock detection turned off");
     grpc_arg args[12];
     size_t na = 0;
 #define INT_ARG(k, v) args[na++] = (grpc_arg){GRPC_ARG_INTEGER, (char *)(k), {.integer = (v)}}

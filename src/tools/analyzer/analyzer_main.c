@@ -10,6 +10,7 @@
 #include "analyzer.h"
 
 #include "../../common/alloc.h"
+#include "../../common/grpc_lib.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -825,7 +826,7 @@ int main(int argc, char **argv)
         st = prepare_out_repo(&o);
     bool grpc = st == NULL && strcmp(o.protocol, "grpc") == 0;
     if (grpc)
-        grpc_init();
+        nr_grpc_lib_init();
     az_server_t s = {.conn.fd = -1};
     int rc = 0;
     if (st != NULL || (st = az_server_start(&s, &o)) != NULL) {

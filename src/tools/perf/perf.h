@@ -263,7 +263,7 @@ void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b);
 void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
                      const perf_server_stats_t *prev);
 
-/* ---- perf_grpc.c (grpc_init() first) ---- */
+/* ---- perf_grpc.c (nr_grpc_lib_init() first) ---- */
 
 typedef struct grpc_channel grpc_channel;
 typedef struct grpc_completion_queue grpc_completion_queue;

@@ -5,6 +5,7 @@
 #include "perf.h"
 
 #include "../../common/alloc.h"
+#include "../../common/grpc_lib.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -669,7 +670,7 @@ int main(int argc, char **argv)
     int rc = PERF_EXIT_OK;
     nr_status_t *st;
     if (o.grpc) {
-        grpc_init();
+        nr_grpc_lib_init();
         st = perf_grpc_open(&c.g, o.url);
         c.g.streaming = o.streaming; /* the warmup's requests too */
     } else {
