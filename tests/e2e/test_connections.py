@@ -206,6 +206,39 @@ def test_trickling_client_closed_by_request_timeout(server_factory, repos):
     ok_infer(srv.port)
 
 
+def test_large_json_request_does_not_hold_the_worker(server_factory, repos):
+    """With one HTTP worker, a 32 MB JSON request (8M floats) is parsed, run and answered on the
+    pool of http_bulk.c, not on the worker: 16-float requests sent on another connection while it
+    is in flight are answered before its first reply byte. (When the worker parsed it itself they
+    waited for all of it: the worker only read them once its reply was written.)"""
+    import select
+    srv = server_factory([repos["repo_small"]], ["--http-thread-count=1"])
+    n = 8_000_000
+    body = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"FP32","data":[%s]}]}'
+            % (n, ",".join(["1.5"] * n))).encode()
+    large = socket.create_connection(("127.0.0.1", srv.port))
+    large.sendall(infer_head(len(body)) + body[:-1])
+    small = socket.create_connection(("127.0.0.1", srv.port))
+    reader = SockReader(small)
+    small.sendall(infer_head(len(BODY)) + BODY)
+    assert reader.read_response().status == 200  # the worker has read everything sent so far
+    large.sendall(body[-1:])  # the large request is complete: its answer takes a while
+    time.sleep(0.05)  # let the worker pick it up (the assertion does not depend on how long)
+    for _ in range(3):
+        small.sendall(infer_head(len(BODY)) + BODY)
+        r = reader.read_response()
+        assert r.status == 200 and json.loads(r.body)["outputs"][0]["data"][15] == 15.0
+        assert not select.select([large], [], [], 0)[0], "the large request was answered first"
+    large.settimeout(120)
+    r = SockReader(large).read_response()
+    assert r.status == 200, r.body[:300]
+    out = json.loads(r.body)["outputs"][0]
+    assert out["shape"] == [1, n] and out["data"][0] == 1.5 and out["data"][-1] == 1.5
+    large.close()
+    small.close()
+    ok_infer(srv.port)
+
+
 def test_body_memory_limit_answers_503(server_factory, repos):
     srv = server_factory([repos["repo_small"]], ["--http-body-memory-limit=1000000"])
     holder = socket.create_connection(("127.0.0.1", srv.port))

@@ -659,6 +659,8 @@ static void finish(void *arg, nr_http_resp_t *r)
 
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
+    if (nr_http_bulk_post(s, q, r))
+        return; /* a pool thread runs it and wakes the connection */
     nr_model_t *m = NULL;
     nr_status_t *st = nr_kserve_model(s->core, q->model, q->model_len, q->version, &m);
     if (st != NULL) {

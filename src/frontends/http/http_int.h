@@ -4,6 +4,7 @@
  *                    turning an nr_http_resp_t into bytes on the wire
  *   http_conn.c      the open connections: limit, refusal, sweeper
  *   http_infer.c     POST .../infer: body -> nr_req_t (JSON + binary + raw)
+ *   http_bulk.c      large inference requests run on a pool, off the workers
  *   http_encode.c    finished request -> JSON header + binary chunks
  *   http_json.c      metadata, config, stats, repository index, logging, error bodies
  *   http_shm.c       the shared-memory extension's endpoints
@@ -113,6 +114,24 @@ void nr_http_conns_free(struct nr_http_server_s *s);
 void nr_http_sweeper_start(struct nr_http_server_s *s);
 void nr_http_sweeper_stop(struct nr_http_server_s *s);
 
+/* ---- http_bulk.c: large requests off the workers --------------------------- */
+
+struct job_s;
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job_s *head, *tail; /* waiting, in arrival order */
+    pthread_t *threads;
+    int n;                     /* threads running; 0: no pool (requests stay inline) */
+    bool stop;
+} nr_http_bulk_t;
+
+struct nr_http_server_s;
+/* Starts the pool's threads (mu and cv initialized by nr_http_server_new). */
+void nr_http_bulk_start(nr_http_bulk_t *b);
+/* Joins the threads; nothing may be waiting (every parked request is done). */
+void nr_http_bulk_stop(nr_http_bulk_t *b);
+
 /* ---- http_server.c: server state read by the handlers -------------------- */
 
 struct nr_http_server_s {
@@ -126,6 +145,7 @@ struct nr_http_server_s {
     atomic_int parked;         /* connections suspended while their request runs */
     char *server_meta;         /* GET /v2 body, rendered once */
     size_t server_meta_len;
+    nr_http_bulk_t bulk;       /* large inference requests (http_bulk.c) */
 };
 
 /* The headers a handler reads (values or NULL). */
@@ -233,6 +253,10 @@ void nr_http_infer_free(nr_http_infer_t *inf);
 /* POST /v2/models/<m>[/versions/<v>]/infer: parse, submit, then (deferred
  * when q->async is set, else after waiting) encode. */
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+/* Hands a large inference request (see http_bulk.c) that may defer to the
+ * pool, taking its body and setting r->finish; false: not one for the pool,
+ * q and r untouched. */
+bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* After done(): builds the response from the request's outputs: r->iov = [JSON header,
  * binary outputs...] (views into inf and the outputs), content type and

@@ -738,6 +738,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 void nr_http_server_free(nr_http_server_t *s)
 {
     nr_http_conns_free(s);
+    pthread_mutex_destroy(&s->bulk.mu);
+    pthread_cond_destroy(&s->bulk.cv);
     free(s->server_meta);
     free((char *)s->opts.address);
     free(s);
@@ -758,6 +760,8 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t 
         s->opts.thread_count = 1;
     s->core = core;
     nr_mhd_quiesce_init(&s->quiesce);
+    pthread_mutex_init(&s->bulk.mu, NULL);
+    pthread_cond_init(&s->bulk.cv, NULL);
     atomic_init(&s->body_bytes, 0);
     nr_http_conns_init(s);
     atomic_init(&s->parked, 0);
@@ -803,6 +807,7 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
     unsigned backstop = s->opts.max_connections > INT32_MAX - 4096
                             ? (unsigned)INT32_MAX
                             : (unsigned)s->opts.max_connections + 64u * (unsigned)s->opts.thread_count;
+    nr_http_bulk_start(&s->bulk); /* before a worker can post to it */
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, nr_mhd_log, (void *)"HTTP",
@@ -817,6 +822,7 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.idle_timeout_secs, MHD_OPTION_END);
     nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, opts->port, &s->port);
     if (st != NULL) {
+        nr_http_bulk_stop(&s->bulk);
         nr_http_server_free(s);
         return st;
     }
@@ -847,6 +853,7 @@ void nr_http_stop(nr_http_server_t *srv)
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    nr_http_bulk_stop(&srv->bulk); /* idle: every request it ran has woken its connection */
     nr_http_sweeper_stop(srv);
     nr_mhd_stop(srv->daemon, &srv->quiesce);
     nr_http_server_free(srv);

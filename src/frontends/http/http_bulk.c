@@ -1,0 +1,139 @@
+/* http_bulk.c - large inference requests off the HTTP workers.
+ *
+ * A worker serves its share of every connection, so while it parses a large
+ * JSON body, inflates a compressed one or writes a large JSON reply, every
+ * connection it serves waits (a 32 MB JSON request held a worker for 430-650
+ * ms). Such a request is handed to this pool instead: its connection is parked
+ * as for any inference, a pool thread runs the whole request (parse, run, reply)
+ * on the synchronous path, fills the response and wakes the connection; the
+ * worker only sends what is ready. A small request never comes here, so it pays
+ * nothing; a large one pays one queue hop.
+ *
+ * The pool has one thread per online CPU: its work is CPU-bound, so more threads
+ * would not finish it sooner. Jobs wait in arrival order; how many can exist at
+ * once is bounded by the body memory budget (--http-body-memory-limit), as each
+ * holds its body.
+ */
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A JSON part this large, or a compressed body this large, goes to the pool. */
+#define BULK_JSON_MIN ((size_t)256 * 1024)
+#define BULK_COMPRESSED_MIN ((size_t)16 * 1024)
+
+typedef struct job_s {
+    struct job_s *next;
+    nr_http_server_t *s;
+    nr_http_req_t q;          /* the request, with async NULL: the synchronous path */
+    nr_http_async_t *async;   /* the parked connection's */
+    nr_http_resp_t resp;      /* filled on the pool thread, moved out by finish */
+} job_t;
+
+static void *bulk_main(void *arg)
+{
+    nr_http_bulk_t *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        while (b->head == NULL && !b->stop)
+            pthread_cond_wait(&b->cv, &b->mu);
+        job_t *j = b->head;
+        if (j != NULL) {
+            b->head = j->next;
+            if (b->head == NULL)
+                b->tail = NULL;
+        }
+        pthread_mutex_unlock(&b->mu);
+        if (j == NULL)
+            return NULL; /* stopping, and nothing left */
+        nr_http_infer(j->s, &j->q, &j->resp);
+        j->async->wake(j->async); /* from here on j is the worker's (finish) */
+    }
+}
+
+void nr_http_bulk_start(nr_http_bulk_t *b)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+    b->threads = nr_calloc((size_t)n, sizeof(pthread_t));
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&b->threads[b->n], NULL, bulk_main, b) != 0) {
+            NR_LOG_WARN("HTTP: cannot start a thread for large requests (%d of %d started)",
+                        b->n, n);
+            break;
+        }
+        pthread_setname_np(b->threads[b->n], "http-bulk");
+        b->n++;
+    }
+}
+
+void nr_http_bulk_stop(nr_http_bulk_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    for (int i = 0; i < b->n; i++)
+        pthread_join(b->threads[i], NULL);
+    free(b->threads);
+    b->threads = NULL;
+    b->n = 0;
+}
+
+/* The pool's answer, on the worker once the connection is resumed (or when the
+ * client has gone, before the response is released). */
+static void bulk_finish(void *arg, nr_http_resp_t *r)
+{
+    job_t *j = arg;
+    *r = j->resp; /* its finish is NULL: the synchronous path never defers */
+    free(j->q.body_owned); /* when the handler did not take it (an inflated body) */
+    free(j);
+}
+
+/* Whether the request is one for the pool: its JSON part, or its compressed
+ * body, is large. */
+static bool is_bulk(const nr_http_req_t *q)
+{
+    nr_http_enc_t enc = nr_http_request_encoding(q->content_encoding);
+    if (enc == NR_ENC_UNKNOWN)
+        return false; /* refused at once */
+    if (enc != NR_ENC_IDENTITY)
+        return q->body_len >= BULK_COMPRESSED_MIN;
+    size_t json = q->body_len;
+    if (q->infer_header_len != NULL) {
+        unsigned long long h = strtoull(q->infer_header_len, NULL, 10);
+        if (h < json)
+            json = (size_t)h;
+    }
+    return json >= BULK_JSON_MIN;
+}
+
+bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_http_bulk_t *b = &s->bulk;
+    if (q->async == NULL || b->n == 0 || !is_bulk(q))
+        return false;
+    job_t *j = nr_calloc(1, sizeof(*j));
+    j->s = s;
+    j->q = *q;
+    j->q.async = NULL;
+    j->async = q->async;
+    q->body_owned = NULL; /* the job's now: the worker must not free it */
+    nr_http_resp_init(&j->resp);
+    r->finish = bulk_finish; /* before the job runs: wake() may come first */
+    r->finish_arg = j;
+    pthread_mutex_lock(&b->mu);
+    if (b->tail != NULL)
+        b->tail->next = j;
+    else
+        b->head = j;
+    b->tail = j;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return true;
+}
