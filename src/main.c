@@ -4,6 +4,7 @@
  */
 #include "backends/backend.h"
 #include "common/alloc.h"
+#include "common/cpus.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -60,7 +61,7 @@ static const char usage_text[] =
     "  --model-repository=<path>        Model repository (repeatable; alias --model-store)\n"
     "  --http-port=<int>                HTTP port (default 8000)\n"
     "  --http-address=<addr>            HTTP bind address (default 0.0.0.0)\n"
-    "  --http-thread-count=<int>        HTTP threads (default 8)\n"
+    "  --http-thread-count=<int>        HTTP threads (default: one per CPU, at most 8)\n"
     "  --http-max-input-size=<int>      Largest request body in bytes (default 67108864)\n"
     "  --http-max-connections=<int>     Open HTTP connections; more get 503 (default: what\n"
     "                                   the fd limit allows, at most 65536; 0: no limit)\n"
@@ -425,15 +426,6 @@ static void parse_args(int argc, char **argv, opts_t *o)
     }
 }
 
-static int cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static void log_options(const opts_t *o)
 {
     char **owned = nr_calloc(o->n_repos + o->n_load_models + 4, sizeof(char *));
@@ -547,13 +539,22 @@ static void http_limits(opts_t *o)
         NR_LOG_WARN("--http-max-connections=%d: the open-file limit (%ld) allows about %ld; "
                        "connections past it are closed without an answer",
                        o->http_max_conns, fds, room);
+    /* The workers are event loops that parse and run small requests themselves
+     * (large ones go to http_bulk.c's pool): more of them than CPUs only adds
+     * context switches (docs/architecture.md, "HTTP connections"). */
+    if (o->http_threads == 0) {
+        int cpus = nr_cpu_count();
+        o->http_threads = cpus < 8 ? cpus : 8;
+    }
     if (o->http_body_memory == 0) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         o->http_body_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4
                                                     : (uint64_t)1 << 30;
     }
-    NR_LOG_VERBOSE(1, "HTTP limits: %d connections (open-file limit %ld), %llu body bytes",
-                   o->http_max_conns, fds, (unsigned long long)o->http_body_memory);
+    NR_LOG_VERBOSE(1, "HTTP limits: %d connections (open-file limit %ld), %llu body bytes, "
+                      "%d worker threads",
+                   o->http_max_conns, fds, (unsigned long long)o->http_body_memory,
+                   o->http_threads);
 }
 
 static void stop_frontends(frontends_t *fe)
@@ -568,7 +569,7 @@ int main(int argc, char **argv)
     opts_t o = {
         .http_address = "0.0.0.0",
         .http_port = 8000,
-        .http_threads = 8, /* Triton's; fewer is faster, but not fair: docs/architecture.md */
+        .http_threads = 0, /* one per CPU, at most Triton's 8: http_limits */
         .http_max_input = NR_DEFAULT_HTTP_MAX_INPUT,
         .http_max_conns = -1,
         .http_idle_timeout = 300,
@@ -637,7 +638,7 @@ int main(int argc, char **argv)
         .paths = o.repos,
         .n_paths = o.n_repos,
         .autocomplete = o.autocomplete,
-        .cpu_count = cpu_count(),
+        .cpu_count = nr_cpu_count(),
         .model_config_name = o.model_config_name,
         .inline_execution = o.inline_execution,
         .mode = mode,

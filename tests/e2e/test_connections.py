@@ -206,6 +206,27 @@ def test_trickling_client_closed_by_request_timeout(server_factory, repos):
     ok_infer(srv.port)
 
 
+def thread_names(srv):
+    import os
+    names = []
+    for t in os.listdir(f"/proc/{srv.proc.pid}/task"):
+        with open(f"/proc/{srv.proc.pid}/task/{t}/comm") as f:
+            names.append(f.read().strip())
+    return names
+
+
+def test_http_workers_one_per_cpu_by_default(server_factory, repos):
+    """--http-thread-count defaults to the CPUs the server may run on, at most Triton's 8; the
+    pool for large requests has one thread per CPU; the flag sets the workers."""
+    import os
+    cpus = len(os.sched_getaffinity(0))  # the server inherits this process's affinity
+    names = thread_names(server_factory([repos["repo_small"]]))
+    assert names.count("MHD-worker") == min(cpus, 8), names
+    assert names.count("http-bulk") == min(cpus, 64), names
+    names = thread_names(server_factory([repos["repo_small"]], ["--http-thread-count=3"]))
+    assert names.count("MHD-worker") == 3, names
+
+
 def test_large_json_request_does_not_hold_the_worker(server_factory, repos):
     """With one HTTP worker, a 32 MB JSON request (8M floats) is parsed, run and answered on the
     pool of http_bulk.c, not on the worker: 16-float requests sent on another connection while it

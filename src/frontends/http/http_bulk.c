@@ -9,7 +9,7 @@
  * worker only sends what is ready. A small request never comes here, so it pays
  * nothing; a large one pays one queue hop.
  *
- * The pool has one thread per online CPU: its work is CPU-bound, so more threads
+ * The pool has one thread per CPU (nr_cpu_count): its work is CPU-bound, so more threads
  * would not finish it sooner. Jobs wait in arrival order; how many can exist at
  * once is bounded by the body memory budget (--http-body-memory-limit), as each
  * holds its body.
@@ -17,11 +17,11 @@
 #include "http_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/cpus.h"
 #include "../../common/log.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A JSON part this large, or a compressed body this large, goes to the pool. */
 #define BULK_JSON_MIN ((size_t)256 * 1024)
@@ -58,8 +58,8 @@ static void *bulk_main(void *arg)
 
 void nr_http_bulk_start(nr_http_bulk_t *b)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+    int cpus = nr_cpu_count();
+    int n = cpus > 64 ? 64 : cpus;
     b->threads = nr_calloc((size_t)n, sizeof(pthread_t));
     for (int i = 0; i < n; i++) {
         if (pthread_create(&b->threads[b->n], NULL, bulk_main, b) != 0) {
