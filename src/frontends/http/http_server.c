@@ -853,8 +853,10 @@ void nr_http_stop(nr_http_server_t *srv)
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    nr_http_bulk_stop(&srv->bulk); /* idle: every request it ran has woken its connection */
     nr_http_sweeper_stop(srv);
     nr_mhd_stop(srv->daemon, &srv->quiesce);
+    /* After the workers, which may post to it until they stop; idle by now: every
+     * request it ran has woken its connection. */
+    nr_http_bulk_stop(&srv->bulk);
     nr_http_server_free(srv);
 }
