@@ -26,6 +26,7 @@
 /* A JSON part this large, or a compressed body this large, goes to the pool. */
 #define BULK_JSON_MIN ((size_t)256 * 1024)
 #define BULK_COMPRESSED_MIN ((size_t)16 * 1024)
+_Static_assert(BULK_COMPRESSED_MIN <= BULK_JSON_MIN, "is_bulk stops below the smaller one");
 
 typedef struct job_s {
     struct job_s *next;
@@ -99,6 +100,8 @@ static void bulk_finish(void *arg, nr_http_resp_t *r)
  * body, is large. */
 static bool is_bulk(const nr_http_req_t *q)
 {
+    if (q->body_len < BULK_COMPRESSED_MIN) /* below both: every small request stops here */
+        return false;
     nr_http_enc_t enc = nr_http_request_encoding(q->content_encoding);
     if (enc == NR_ENC_UNKNOWN)
         return false; /* refused at once */
