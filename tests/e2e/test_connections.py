@@ -260,6 +260,55 @@ def test_large_json_request_does_not_hold_the_worker(server_factory, repos):
     ok_infer(srv.port)
 
 
+@pytest.mark.parametrize("reply", ["json", "gzip"])
+def test_large_reply_to_a_small_request_does_not_hold_the_worker(server_factory, repos, reply):
+    """With one HTTP worker, a request whose JSON part is small but whose reply is large (8M
+    floats sent back as JSON text, or as a binary output the client asks to have gzipped) has its
+    reply built on the pool of http_bulk.c: 16-float requests sent on another connection while it
+    is encoded are answered before its first reply byte. (When the worker encoded it itself they
+    waited for all of it.)"""
+    import gzip
+    import select
+    import struct
+    srv = server_factory([repos["repo_small"]], ["--http-thread-count=1"])
+    n = 8_000_000
+    params = {"binary_data": True} if reply == "gzip" else {}
+    header = compact({"inputs": [{"name": "INPUT0", "shape": [1, n], "datatype": "FP32",
+                                  "parameters": {"binary_data_size": 4 * n}}],
+                      "outputs": [{"name": "OUTPUT0", "parameters": params}]}).encode()
+    body = header + struct.pack("<f", 1.5) * n
+    extra = f"Inference-Header-Content-Length: {len(header)}\r\n"
+    if reply == "gzip":
+        extra += "Accept-Encoding: gzip\r\n"
+    large = socket.create_connection(("127.0.0.1", srv.port))
+    large.sendall(infer_head(len(body), extra) + body[:-1])
+    small = socket.create_connection(("127.0.0.1", srv.port))
+    reader = SockReader(small)
+    small.sendall(infer_head(len(BODY)) + BODY)
+    assert reader.read_response().status == 200  # the worker has read everything sent so far
+    large.sendall(body[-1:])  # the large request is complete: its reply takes a while
+    time.sleep(0.05)  # let the worker run it (the assertion does not depend on how long)
+    for _ in range(3):
+        small.sendall(infer_head(len(BODY)) + BODY)
+        r = reader.read_response()
+        assert r.status == 200 and json.loads(r.body)["outputs"][0]["data"][15] == 15.0
+        assert not select.select([large], [], [], 0)[0], "the large reply was sent first"
+    large.settimeout(120)
+    r = SockReader(large).read_response()
+    assert r.status == 200, r.body[:300]
+    if reply == "gzip":
+        assert r.header("Content-Encoding") == "gzip"
+        data = gzip.decompress(r.body)
+        hlen = int(r.header("Inference-Header-Content-Length"))
+        assert data[hlen:] == struct.pack("<f", 1.5) * n
+    else:
+        out = json.loads(r.body)["outputs"][0]
+        assert out["shape"] == [1, n] and out["data"][0] == 1.5 and out["data"][-1] == 1.5
+    large.close()
+    small.close()
+    ok_infer(srv.port)
+
+
 def test_body_memory_limit_answers_503(server_factory, repos):
     srv = server_factory([repos["repo_small"]], ["--http-body-memory-limit=1000000"])
     holder = socket.create_connection(("127.0.0.1", srv.port))

@@ -9,6 +9,11 @@
  * worker only sends what is ready. A small request never comes here, so it pays
  * nothing; a large one pays one queue hop.
  *
+ * A small request can have a large reply (an output sent as JSON text, or a
+ * reply to compress): encoding it held its worker as long (8M floats of JSON,
+ * about 0.5 s). Its finish hands the encoding to the same pool
+ * (nr_http_bulk_reply) and the connection parks a second time.
+ *
  * The pool has one thread per CPU (nr_cpu_count): its work is CPU-bound, so more threads
  * would not finish it sooner. Jobs wait in arrival order; how many can exist at
  * once is bounded by the body memory budget (--http-body-memory-limit), as each
@@ -26,12 +31,18 @@
 /* A JSON part this large, or a compressed body this large, goes to the pool. */
 #define BULK_JSON_MIN ((size_t)256 * 1024)
 #define BULK_COMPRESSED_MIN ((size_t)16 * 1024)
+/* A reply whose JSON text is estimated this large, or that compresses this
+ * many bytes, is encoded on the pool. */
+#define BULK_REPLY_JSON_MIN BULK_JSON_MIN
+#define BULK_REPLY_DEFLATE_MIN ((size_t)64 * 1024)
 _Static_assert(BULK_COMPRESSED_MIN <= BULK_JSON_MIN, "is_bulk stops below the smaller one");
 
 typedef struct job_s {
     struct job_s *next;
     nr_http_server_t *s;
     nr_http_req_t q;          /* the request, with async NULL: the synchronous path */
+    void (*fn)(void *arg, nr_http_resp_t *r); /* or, when set: a reply to build */
+    void *arg;
     nr_http_async_t *async;   /* the parked connection's */
     nr_http_resp_t resp;      /* filled on the pool thread, moved out by finish */
 } job_t;
@@ -52,7 +63,10 @@ static void *bulk_main(void *arg)
         pthread_mutex_unlock(&b->mu);
         if (j == NULL)
             return NULL; /* stopping, and nothing left */
-        nr_http_infer(j->s, &j->q, &j->resp);
+        if (j->fn != NULL)
+            j->fn(j->arg, &j->resp);
+        else
+            nr_http_infer(j->s, &j->q, &j->resp);
         j->async->wake(j->async); /* from here on j is the worker's (finish) */
     }
 }
@@ -116,17 +130,9 @@ static bool is_bulk(const nr_http_req_t *q)
     return json >= BULK_JSON_MIN;
 }
 
-bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+/* Queues j, whose answer r takes once the connection is woken. */
+static void post(nr_http_bulk_t *b, job_t *j, nr_http_resp_t *r)
 {
-    nr_http_bulk_t *b = &s->bulk;
-    if (q->async == NULL || b->n == 0 || !is_bulk(q))
-        return false;
-    job_t *j = nr_calloc(1, sizeof(*j));
-    j->s = s;
-    j->q = *q;
-    j->q.async = NULL;
-    j->async = q->async;
-    q->body_owned = NULL; /* the job's now: the worker must not free it */
     nr_http_resp_init(&j->resp);
     r->finish = bulk_finish; /* before the job runs: wake() may come first */
     r->finish_arg = j;
@@ -138,5 +144,35 @@ bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     b->tail = j;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
+}
+
+bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_http_bulk_t *b = &s->bulk;
+    if (q->async == NULL || b->n == 0 || !is_bulk(q))
+        return false;
+    job_t *j = nr_calloc(1, sizeof(*j));
+    j->s = s;
+    j->q = *q;
+    j->q.async = NULL;
+    j->async = q->async;
+    q->body_owned = NULL; /* the job's now: the worker must not free it */
+    post(b, j, r);
+    return true;
+}
+
+bool nr_http_bulk_reply(nr_http_server_t *s, nr_http_async_t *async, size_t json_bytes,
+                        size_t deflate_bytes, void (*fn)(void *, nr_http_resp_t *), void *arg,
+                        nr_http_resp_t *r)
+{
+    nr_http_bulk_t *b = &s->bulk;
+    if (b->n == 0 || (json_bytes < BULK_REPLY_JSON_MIN && deflate_bytes < BULK_REPLY_DEFLATE_MIN))
+        return false;
+    job_t *j = nr_calloc(1, sizeof(*j));
+    j->s = s;
+    j->fn = fn;
+    j->arg = arg;
+    j->async = async;
+    post(b, j, r);
     return true;
 }

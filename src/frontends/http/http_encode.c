@@ -110,6 +110,26 @@ static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name
     return NULL;
 }
 
+void nr_http_infer_reply_size(const nr_http_infer_t *inf, size_t *json_bytes,
+                              size_t *binary_bytes)
+{
+    *json_bytes = *binary_bytes = 0;
+    const nr_req_t *req = inf->base.req;
+    if (req->status != NULL || req->outputs == NULL)
+        return; /* an error message */
+    for (size_t i = 0; i < req->n_want; i++) {
+        uint32_t c = req->want[i];
+        size_t size = req->outputs[i].size;
+        if ((inf->base.shm_out != NULL && inf->base.shm_out[c].region != NULL) ||
+            inf->base.class_n[c] > 0)
+            continue; /* not in the reply, or a few labels */
+        if (inf->base.listed[c] ? inf->binary[c] : inf->default_binary)
+            *binary_bytes += size;
+        else /* text: "-1.2345678," is 11 characters for 4 bytes; an INT8 up to 5 a byte */
+            *json_bytes += size > SIZE_MAX / 4 ? SIZE_MAX / 4 : 3 * size;
+    }
+}
+
 nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
 {
     const nr_infer_out_t *outs;

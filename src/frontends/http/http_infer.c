@@ -622,7 +622,7 @@ static void free_cb(void *arg)
 }
 
 /* The request is done: its reply, compressed as the client accepts. Takes inf. */
-static void finish(void *arg, nr_http_resp_t *r)
+static void encode(void *arg, nr_http_resp_t *r)
 {
     nr_http_infer_t *inf = arg;
     nr_status_t *st = nr_http_infer_encode(inf, r);
@@ -655,6 +655,22 @@ static void finish(void *arg, nr_http_resp_t *r)
     nr_buf_free(&r->body);
     r->body = z;
     r->content_encoding = out_enc == NR_ENC_GZIP ? "gzip" : "deflate";
+}
+
+/* On the worker, once the request is done: a large reply is encoded on the
+ * bulk pool (the connection parks again), a small one here. */
+static void finish(void *arg, nr_http_resp_t *r)
+{
+    nr_http_infer_t *inf = arg;
+    if (r->may_defer) {
+        size_t json, binary;
+        nr_http_infer_reply_size(inf, &json, &binary);
+        size_t deflate = nr_http_response_encoding(inf->accept_encoding) == NR_ENC_IDENTITY
+                             ? 0 : json + binary;
+        if (nr_http_bulk_reply(inf->srv, inf->async, json, deflate, encode, inf, r))
+            return;
+    }
+    encode(inf, r);
 }
 
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
@@ -700,6 +716,7 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     inf->body_mem = mem;
     inf->accept_encoding = q->accept_encoding;
     inf->async = q->async;
+    inf->srv = s;
     st = nr_http_infer_parse(inf, s->core, m, body, len, q->infer_header_len);
     if (st == NULL && inf->async != NULL)
         inf->base.req->inline_max_ns = NR_HTTP_INLINE_MAX_NS;

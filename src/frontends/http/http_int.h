@@ -84,6 +84,9 @@ struct nr_http_resp_s {
      * this response once the request's async was woken; takes finish_arg. */
     void (*finish)(void *finish_arg, nr_http_resp_t *r);
     void *finish_arg;
+    /* Set while the server runs finish for a connection still open: finish
+     * may defer once more (set r->finish again, async woken when done). */
+    bool may_defer;
 };
 
 void nr_http_resp_init(nr_http_resp_t *r);
@@ -231,6 +234,7 @@ typedef struct nr_http_infer_s {
     nr_buf_t header;     /* JSON header */
     const char *accept_encoding; /* for the reply; valid until it is sent */
     nr_http_async_t *async;      /* done() wakes the server; NULL: the event below */
+    nr_http_server_t *srv;       /* its pool builds a large reply */
     /* done() event: the calling thread waits, an instance thread signals */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -257,12 +261,24 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
  * pool, taking its body and setting r->finish; false: not one for the pool,
  * q and r untouched. */
 bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+/* From a finish that may defer (r->may_defer): when the reply is large (its
+ * JSON text estimated at json_bytes, or deflate_bytes to compress), queues
+ * fn(arg, ...) to build it on the pool, which wakes async once it is built, and
+ * sets r->finish; false: small (or no pool), nothing done. */
+bool nr_http_bulk_reply(nr_http_server_t *s, nr_http_async_t *async, size_t json_bytes,
+                        size_t deflate_bytes, void (*fn)(void *, nr_http_resp_t *), void *arg,
+                        nr_http_resp_t *r);
 
 /* After done(): builds the response from the request's outputs: r->iov = [JSON header,
  * binary outputs...] (views into inf and the outputs), content type and
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
 NR_MUST_CHECK nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
+/* After done(), before encoding: an estimate of the reply's JSON text (outputs
+ * sent as JSON, at 3 bytes of text a tensor byte) and its binary outputs' bytes,
+ * to decide where to encode it (nr_http_bulk_reply). */
+void nr_http_infer_reply_size(const nr_http_infer_t *inf, size_t *json_bytes,
+                              size_t *binary_bytes);
 
 /* ---- http_shm.c: the system (and cuda) shared-memory extension ---------- */
 

@@ -647,13 +647,25 @@ static void unpark(nr_http_server_t *s)
     atomic_fetch_sub(&s->parked, 1);
 }
 
-/* A deferred answer, once its request is done. */
-static enum MHD_Result finish(struct MHD_Connection *c, nr_http_resp_t *r)
+/* A deferred answer, once its request is done. Filling it may defer once more
+ * (a large reply is encoded on the bulk pool): the connection parks again. */
+static enum MHD_Result finish(nr_http_server_t *s, struct MHD_Connection *c, conn_req_t *rq)
 {
-    void (*fn)(void *, nr_http_resp_t *) = r->finish;
-    r->finish = NULL;
-    fn(r->finish_arg, r);
-    return send_resp(c, r);
+    nr_http_resp_t *r = &rq->resp;
+    for (;;) {
+        void (*fn)(void *, nr_http_resp_t *) = r->finish;
+        r->finish = NULL;
+        r->may_defer = true;
+        atomic_store(&rq->state, ST_RUNNING); /* before fn: what it defers may wake at once */
+        fn(r->finish_arg, r);
+        r->may_defer = false;
+        if (r->finish == NULL)
+            return send_resp(c, r);
+        if (atomic_load(&rq->state) != ST_DONE) {
+            park(s, c, rq);
+            return MHD_YES;
+        }
+    }
 }
 
 /* The body is complete: route again (the views point into this call's url)
@@ -679,7 +691,7 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
         park(s, c, rq);
         return MHD_YES;
     }
-    return finish(c, r);
+    return finish(s, c, rq);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -703,7 +715,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (rq->parked) { /* resumed: its request is done */
         rq->parked = false;
         unpark(s);
-        return finish(c, &rq->resp);
+        return finish(s, c, rq);
     }
     if (rq->responded)
         return MHD_YES;
