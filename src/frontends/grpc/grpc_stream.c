@@ -149,6 +149,21 @@ static next_t next_locked(stream_t *s)
     return n;
 }
 
+/* A batch with a write could not be started: the call is over, nothing more is
+ * written (read_too: the batch held the read as well, so nothing more comes
+ * in). Returns what to do next: end the call, once nothing else runs. */
+static next_t write_failed(stream_t *s, bool read_too)
+{
+    pthread_mutex_lock(&s->mu);
+    s->sending = false;
+    s->failed = true;
+    if (read_too)
+        s->read_done = true;
+    next_t n = next_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 static void run_next(stream_t *s, next_t n)
 {
     grpc_op op;
@@ -156,14 +171,8 @@ static void run_next(stream_t *s, next_t n)
     if (n.send != NULL) {
         op.op = GRPC_OP_SEND_MESSAGE;
         op.data.send_message.send_message = n.send;
-        if (!start(s, &op, 1, &s->on_send)) {
-            pthread_mutex_lock(&s->mu);
-            s->sending = false;
-            s->failed = true;
-            next_t again = next_locked(s);
-            pthread_mutex_unlock(&s->mu);
-            run_next(s, again);
-        }
+        if (!start(s, &op, 1, &s->on_send))
+            run_next(s, write_failed(s, false));
     } else if (n.status) {
         op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         op.data.send_status_from_server.status = n.ok ? GRPC_STATUS_OK : GRPC_STATUS_CANCELLED;
@@ -280,12 +289,7 @@ static void received(stream_t *s, grpc_byte_buffer *payload)
         ops[1].data.recv_message.recv_message = &s->recv;
         if (start(s, ops, 2, &s->on_sendrecv))
             return;
-        pthread_mutex_lock(&s->mu); /* the call is over: end it */
-        s->sending = false;
-        s->failed = true;
-        s->read_done = true;
-        n = next_locked(s);
-        pthread_mutex_unlock(&s->mu);
+        n = write_failed(s, true);
     } else {
         post_read(s);
     }
