@@ -227,36 +227,45 @@ def test_http_workers_one_per_cpu_by_default(server_factory, repos):
     assert names.count("MHD-worker") == 3, names
 
 
-def test_large_json_request_does_not_hold_the_worker(server_factory, repos):
-    """With one HTTP worker, a 32 MB JSON request (8M floats) is parsed, run and answered on the
-    pool of http_bulk.c, not on the worker: 16-float requests sent on another connection while it
-    is in flight are answered before its first reply byte. (When the worker parsed it itself they
-    waited for all of it: the worker only read them once its reply was written.)"""
+def answered_after_small_ones(port, request):
+    """Sends `request` (head and body) but its last byte, then one 16-float request on another
+    connection; once that is answered (the worker has read everything sent so far), the last
+    byte, and three 16-float requests one after another: each must be answered before the first
+    byte of the large one's reply. Returns that reply, read in full."""
     import select
-    srv = server_factory([repos["repo_small"]], ["--http-thread-count=1"])
-    n = 8_000_000
-    body = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"FP32","data":[%s]}]}'
-            % (n, ",".join(["1.5"] * n))).encode()
-    large = socket.create_connection(("127.0.0.1", srv.port))
-    large.sendall(infer_head(len(body)) + body[:-1])
-    small = socket.create_connection(("127.0.0.1", srv.port))
+    large = socket.create_connection(("127.0.0.1", port))
+    large.sendall(request[:-1])
+    small = socket.create_connection(("127.0.0.1", port))
     reader = SockReader(small)
     small.sendall(infer_head(len(BODY)) + BODY)
-    assert reader.read_response().status == 200  # the worker has read everything sent so far
-    large.sendall(body[-1:])  # the large request is complete: its answer takes a while
+    assert reader.read_response().status == 200
+    large.sendall(request[-1:])  # the large request is complete: its answer takes a while
     time.sleep(0.05)  # let the worker pick it up (the assertion does not depend on how long)
     for _ in range(3):
         small.sendall(infer_head(len(BODY)) + BODY)
         r = reader.read_response()
         assert r.status == 200 and json.loads(r.body)["outputs"][0]["data"][15] == 15.0
-        assert not select.select([large], [], [], 0)[0], "the large request was answered first"
+        assert not select.select([large], [], [], 0)[0], "the large one was answered first"
     large.settimeout(120)
     r = SockReader(large).read_response()
-    assert r.status == 200, r.body[:300]
-    out = json.loads(r.body)["outputs"][0]
-    assert out["shape"] == [1, n] and out["data"][0] == 1.5 and out["data"][-1] == 1.5
     large.close()
     small.close()
+    assert r.status == 200, r.body[:300]
+    return r
+
+
+def test_large_json_request_does_not_hold_the_worker(server_factory, repos):
+    """With one HTTP worker, a 32 MB JSON request (8M floats) is parsed, run and answered on the
+    pool of http_bulk.c, not on the worker: 16-float requests sent on another connection while it
+    is in flight are answered before its first reply byte. (When the worker parsed it itself they
+    waited for all of it: the worker only read them once its reply was written.)"""
+    srv = server_factory([repos["repo_small"]], ["--http-thread-count=1"])
+    n = 8_000_000
+    body = ('{"inputs":[{"name":"INPUT0","shape":[1,%d],"datatype":"FP32","data":[%s]}]}'
+            % (n, ",".join(["1.5"] * n))).encode()
+    r = answered_after_small_ones(srv.port, infer_head(len(body)) + body)
+    out = json.loads(r.body)["outputs"][0]
+    assert out["shape"] == [1, n] and out["data"][0] == 1.5 and out["data"][-1] == 1.5
     ok_infer(srv.port)
 
 
@@ -268,7 +277,6 @@ def test_large_reply_to_a_small_request_does_not_hold_the_worker(server_factory,
     is encoded are answered before its first reply byte. (When the worker encoded it itself they
     waited for all of it.)"""
     import gzip
-    import select
     import struct
     srv = server_factory([repos["repo_small"]], ["--http-thread-count=1"])
     n = 8_000_000
@@ -280,22 +288,7 @@ def test_large_reply_to_a_small_request_does_not_hold_the_worker(server_factory,
     extra = f"Inference-Header-Content-Length: {len(header)}\r\n"
     if reply == "gzip":
         extra += "Accept-Encoding: gzip\r\n"
-    large = socket.create_connection(("127.0.0.1", srv.port))
-    large.sendall(infer_head(len(body), extra) + body[:-1])
-    small = socket.create_connection(("127.0.0.1", srv.port))
-    reader = SockReader(small)
-    small.sendall(infer_head(len(BODY)) + BODY)
-    assert reader.read_response().status == 200  # the worker has read everything sent so far
-    large.sendall(body[-1:])  # the large request is complete: its reply takes a while
-    time.sleep(0.05)  # let the worker run it (the assertion does not depend on how long)
-    for _ in range(3):
-        small.sendall(infer_head(len(BODY)) + BODY)
-        r = reader.read_response()
-        assert r.status == 200 and json.loads(r.body)["outputs"][0]["data"][15] == 15.0
-        assert not select.select([large], [], [], 0)[0], "the large reply was sent first"
-    large.settimeout(120)
-    r = SockReader(large).read_response()
-    assert r.status == 200, r.body[:300]
+    r = answered_after_small_ones(srv.port, infer_head(len(body), extra) + body)
     if reply == "gzip":
         assert r.header("Content-Encoding") == "gzip"
         data = gzip.decompress(r.body)
@@ -304,8 +297,6 @@ def test_large_reply_to_a_small_request_does_not_hold_the_worker(server_factory,
     else:
         out = json.loads(r.body)["outputs"][0]
         assert out["shape"] == [1, n] and out["data"][0] == 1.5 and out["data"][-1] == 1.5
-    large.close()
-    small.close()
     ok_infer(srv.port)
 
 
