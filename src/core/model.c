@@ -205,6 +205,12 @@ static bool inline_fits(const nr_model_t *m, const nr_req_t *req)
     return n > 0 && ns / n < req->inline_max_ns;
 }
 
+/* Queued requests a borrowing thread runs after its own before it gives the
+ * instance back: enough to drain what the other frontend threads queued
+ * meanwhile (one request each, typically), few enough that its own clients
+ * wait for at most that many more runs of a model under the inline limit. */
+#define NR_MODEL_DRAIN_MAX 8
+
 nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
 {
     nr_status_t *st = nr_req_validate(req);
@@ -220,6 +226,12 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
                      nr_now_ns() - req->t_start_ns);
     } else if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
         nr_inst_run_inline(borrowed->owner, req);
+        /* what queued for this instance meanwhile runs here too, a few at most (this
+         * thread has clients of its own), instead of waking the instance's thread */
+        nr_req_t *next;
+        for (int k = 0; k < NR_MODEL_DRAIN_MAX &&
+                        (next = nr_sched_take_next(m->sched, borrowed)) != NULL; k++)
+            nr_inst_run_inline(borrowed->owner, next);
         nr_sched_give_back(m->sched, borrowed);
     }
     nr_model_release(m);

@@ -238,14 +238,20 @@ nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
     push(&L->head, &L->tail, req);
     L->n++;
     s->queued++;
-    /* a borrowed waiter that wakes cannot take the request: wake them all */
-    if (s->n_borrowed)
+    /* Without a batcher only an idle instance's thread needs waking: one that
+     * is executing takes the request when it is done, and a borrowed one's
+     * borrower runs it or wakes it (nr_sched_give_back). A batcher's threads
+     * may be waiting out a queue delay, off the idle stack: wake them. */
+    if (s->inline_ok && s->idle == NULL)
+        ;
+    else if (s->n_borrowed) /* a borrowed waiter that wakes cannot take it: wake them all */
         pthread_cond_broadcast(&s->cv);
     else
         pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
+
 
 void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
 {
@@ -413,6 +419,16 @@ static void take(nr_sched_t *s, nr_req_t **out, size_t n)
         out[i]->next = NULL;
     s->queued -= n;
     s->executing += n;
+}
+
+nr_req_t *nr_sched_take_next(nr_sched_t *s, nr_sched_waiter_t *w)
+{
+    nr_req_t *r = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (w->borrowed && s->inline_ok && s->queued > 0 && !s->stopped)
+        take(s, &r, 1);
+    pthread_mutex_unlock(&s->mu);
+    return r;
 }
 
 static void wait_until(nr_sched_t *s, uint64_t until)

@@ -444,6 +444,72 @@ NR_TEST(inline_execution_on_idle_instance)
     unload_model(m);
 }
 
+/* Requests that queue while a submitting thread runs one inline on the only
+ * instance run on that thread next, instead of waking the instance's thread
+ * for each (at most a few: NR_MODEL_DRAIN_MAX). */
+typedef struct {
+    nr_model_t *m;
+    nr_req_t *r;
+    pthread_t tid;
+} submitter_t;
+
+static void *submit_one(void *arg)
+{
+    submitter_t *sb = arg;
+    sb->tid = pthread_self();
+    if (nr_model_submit(sb->m, sb->r))
+        abort();
+    return NULL;
+}
+
+NR_TEST(requests_queued_behind_an_inline_run_run_on_its_thread)
+{
+    nr_model_t *m = load_model(SIMPLE);
+    ASSERT_TRUE(m != NULL);
+    m->allow_inline = true;
+    gate_open_all();
+    int32_t buf[16] = {0};
+    bool ran_inline = false; /* once one did, the instance is idle: the next one borrows it */
+    for (int attempt = 0; attempt < 2000 && !ran_inline; attempt++) {
+        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        nr_req_t *r = good_req(m, &w, buf);
+        ASSERT_NULL(nr_model_submit(m, r));
+        wait_done(&w, 1);
+        ran_inline = pthread_equal(tb_exec_log[(tb_count() - 1) % MAX_EXEC].tid, pthread_self());
+        nr_req_free(r);
+        if (!ran_inline)
+            usleep(1000);
+    }
+    ASSERT_TRUE(ran_inline);
+    gate_reset(true);
+    waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int32_t vals[3][16] = {{1}, {2}, {3}};
+    nr_req_t *r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = good_req(m, &w, vals[i]);
+    submitter_t sb = {m, r[0]};
+    pthread_t t;
+    ASSERT_TRUE(pthread_create(&t, NULL, submit_one, &sb) == 0);
+    wait_execs(1, 1); /* the first runs inline on t, held at the gate */
+    ASSERT_NULL(nr_model_submit(m, r[1])); /* the instance is borrowed: both queue */
+    ASSERT_NULL(nr_model_submit(m, r[2]));
+    EXPECT_EQ_INT(nr_model_queued(m), 2);
+    gate_open_all();
+    pthread_join(t, NULL);
+    wait_done(&w, 3);
+    EXPECT_EQ_INT(tb_count(), 3);
+    for (int e = 0; e < 3; e++) {
+        EXPECT_EQ_INT(tb_exec_log[e].first[0], e + 1); /* in arrival order */
+        EXPECT_TRUE(pthread_equal(tb_exec_log[e].tid, sb.tid));
+    }
+    for (int i = 0; i < 3; i++) {
+        EXPECT_NULL(r[i]->status);
+        nr_req_free(r[i]);
+    }
+    EXPECT_EQ_INT(nr_model_inflight(m), 0);
+    unload_model(m);
+}
+
 /* A snapshot never splits one execution's counters: perf_analyzer aborts when the
  * compute counts it reads differ. A reader snapshots in a loop while two threads
  * keep requests running on two instances. */
