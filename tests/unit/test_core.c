@@ -412,30 +412,41 @@ NR_TEST(instance_thread_failure_fails_the_load)
     unload_model(m);
 }
 
+/* Submits requests (gate open) until one is done when submit returns, having run
+ * on this thread: the instance thread parks on the idle stack shortly after
+ * start, and is idle again afterwards. False if none did in 2,000 tries. */
+static bool submit_until_inline(nr_model_t *m)
+{
+    int32_t buf[16] = {0};
+    for (int attempt = 0; attempt < 2000; attempt++) {
+        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        nr_req_t *r = good_req(m, &w, buf);
+        if (nr_model_submit(m, r))
+            abort();
+        pthread_mutex_lock(&w.mu);
+        bool done_at_return = w.done == 1;
+        pthread_mutex_unlock(&w.mu);
+        wait_done(&w, 1);
+        bool ran_inline = done_at_return &&
+                          pthread_equal(tb_exec_log[(tb_count() - 1) % MAX_EXEC].tid, pthread_self());
+        bool ok = r->status == NULL;
+        nr_req_free(r);
+        if (!ok)
+            return false;
+        if (ran_inline)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 NR_TEST(inline_execution_on_idle_instance)
 {
     nr_model_t *m = load_model(SIMPLE);
     ASSERT_TRUE(m != NULL);
     m->allow_inline = true;
     gate_open_all();
-    int32_t buf[16] = {0};
-    bool ran_inline = false;
-    /* the instance thread parks on the idle stack shortly after start */
-    for (int attempt = 0; attempt < 2000 && !ran_inline; attempt++) {
-        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-        nr_req_t *r = good_req(m, &w, buf);
-        ASSERT_NULL(nr_model_submit(m, r));
-        pthread_mutex_lock(&w.mu);
-        bool done_at_return = w.done == 1;
-        pthread_mutex_unlock(&w.mu);
-        wait_done(&w, 1);
-        ran_inline = done_at_return && pthread_equal(tb_exec_log[(tb_count() - 1) % MAX_EXEC].tid, pthread_self());
-        EXPECT_NULL(r->status);
-        nr_req_free(r);
-        if (!ran_inline)
-            usleep(1000);
-    }
-    EXPECT_TRUE(ran_inline);
+    EXPECT_TRUE(submit_until_inline(m));
     nr_stats_snap_t s;
     nr_stats_snapshot(&m->stats, &s);
     EXPECT_EQ_INT(s.success.count, s.execution_count);
@@ -468,19 +479,7 @@ NR_TEST(requests_queued_behind_an_inline_run_run_on_its_thread)
     ASSERT_TRUE(m != NULL);
     m->allow_inline = true;
     gate_open_all();
-    int32_t buf[16] = {0};
-    bool ran_inline = false; /* once one did, the instance is idle: the next one borrows it */
-    for (int attempt = 0; attempt < 2000 && !ran_inline; attempt++) {
-        waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-        nr_req_t *r = good_req(m, &w, buf);
-        ASSERT_NULL(nr_model_submit(m, r));
-        wait_done(&w, 1);
-        ran_inline = pthread_equal(tb_exec_log[(tb_count() - 1) % MAX_EXEC].tid, pthread_self());
-        nr_req_free(r);
-        if (!ran_inline)
-            usleep(1000);
-    }
-    ASSERT_TRUE(ran_inline);
+    ASSERT_TRUE(submit_until_inline(m)); /* the instance is idle: the next one borrows it */
     gate_reset(true);
     waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     int32_t vals[3][16] = {{1}, {2}, {3}};
