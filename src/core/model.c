@@ -208,7 +208,8 @@ static bool inline_fits(const nr_model_t *m, const nr_req_t *req)
 /* Queued requests a borrowing thread runs after its own before it gives the
  * instance back: enough to drain what the other frontend threads queued
  * meanwhile (one request each, typically), few enough that its own clients
- * wait for at most that many more runs of a model under the inline limit. */
+ * wait little; it also stops once the caller's inline limit (inline_max_ns)
+ * has passed since its own request started. */
 #define NR_MODEL_DRAIN_MAX 8
 
 nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
@@ -225,11 +226,13 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
         nr_stat_fail(&m->stats, nr_sched_stopped(m->sched) ? NR_FAIL_OTHER : NR_FAIL_REJECTED,
                      nr_now_ns() - req->t_start_ns);
     } else if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
+        uint64_t limit = req->inline_max_ns, t0 = nr_now_ns(); /* req may be gone after */
         nr_inst_run_inline(borrowed->owner, req);
-        /* what queued for this instance meanwhile runs here too, a few at most (this
-         * thread has clients of its own), instead of waking the instance's thread */
+        /* what queued for this instance meanwhile runs here too instead of waking the
+         * instance's thread: a few at most, within the caller's inline limit (this
+         * thread has clients of its own) */
         nr_req_t *next;
-        for (int k = 0; k < NR_MODEL_DRAIN_MAX &&
+        for (int k = 0; k < NR_MODEL_DRAIN_MAX && (limit == 0 || nr_now_ns() - t0 < limit) &&
                         (next = nr_sched_take_next(m->sched, borrowed)) != NULL; k++)
             nr_inst_run_inline(borrowed->owner, next);
         nr_sched_give_back(m->sched, borrowed);

@@ -242,16 +242,15 @@ nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
      * is executing takes the request when it is done, and a borrowed one's
      * borrower runs it or wakes it (nr_sched_give_back). A batcher's threads
      * may be waiting out a queue delay, off the idle stack: wake them. */
-    if (s->inline_ok && s->idle == NULL)
-        ;
-    else if (s->n_borrowed) /* a borrowed waiter that wakes cannot take it: wake them all */
-        pthread_cond_broadcast(&s->cv);
-    else
-        pthread_cond_signal(&s->cv);
+    if (!s->inline_ok || s->idle != NULL) {
+        if (s->n_borrowed) /* a borrowed waiter that wakes cannot take it: wake them all */
+            pthread_cond_broadcast(&s->cv);
+        else
+            pthread_cond_signal(&s->cv);
+    }
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
-
 
 void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
 {

@@ -473,33 +473,43 @@ static void *submit_one(void *arg)
     return NULL;
 }
 
-NR_TEST(requests_queued_behind_an_inline_run_run_on_its_thread)
+/* The first of three requests runs inline on a thread of its own, with
+ * inline_max_ns = limit, held at the gate for hold_us while the other two
+ * queue behind it. Returns how many of the two ran on that thread after it. */
+static int queued_behind_inline(uint64_t limit, useconds_t hold_us)
 {
     nr_model_t *m = load_model(SIMPLE);
-    ASSERT_TRUE(m != NULL);
+    if (m == NULL)
+        abort();
     m->allow_inline = true;
     gate_open_all();
-    ASSERT_TRUE(submit_until_inline(m)); /* the instance is idle: the next one borrows it */
+    if (!submit_until_inline(m)) /* the instance is idle: the next one borrows it */
+        abort();
     gate_reset(true);
     waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     int32_t vals[3][16] = {{1}, {2}, {3}};
     nr_req_t *r[3];
     for (int i = 0; i < 3; i++)
         r[i] = good_req(m, &w, vals[i]);
+    r[0]->inline_max_ns = limit;
     submitter_t sb = {m, r[0]};
     pthread_t t;
-    ASSERT_TRUE(pthread_create(&t, NULL, submit_one, &sb) == 0);
+    if (pthread_create(&t, NULL, submit_one, &sb) != 0)
+        abort();
     wait_execs(1, 1); /* the first runs inline on t, held at the gate */
-    ASSERT_NULL(nr_model_submit(m, r[1])); /* the instance is borrowed: both queue */
-    ASSERT_NULL(nr_model_submit(m, r[2]));
+    EXPECT_TRUE(pthread_equal(tb_exec_log[0].tid, sb.tid));
+    EXPECT_NULL(nr_model_submit(m, r[1])); /* the instance is borrowed: both queue */
+    EXPECT_NULL(nr_model_submit(m, r[2]));
     EXPECT_EQ_INT(nr_model_queued(m), 2);
+    usleep(hold_us);
     gate_open_all();
     pthread_join(t, NULL);
     wait_done(&w, 3);
     EXPECT_EQ_INT(tb_count(), 3);
+    int on_t = 0;
     for (int e = 0; e < 3; e++) {
         EXPECT_EQ_INT(tb_exec_log[e].first[0], e + 1); /* in arrival order */
-        EXPECT_TRUE(pthread_equal(tb_exec_log[e].tid, sb.tid));
+        on_t += e > 0 && pthread_equal(tb_exec_log[e].tid, sb.tid);
     }
     for (int i = 0; i < 3; i++) {
         EXPECT_NULL(r[i]->status);
@@ -507,6 +517,20 @@ NR_TEST(requests_queued_behind_an_inline_run_run_on_its_thread)
     }
     EXPECT_EQ_INT(nr_model_inflight(m), 0);
     unload_model(m);
+    return on_t;
+}
+
+NR_TEST(requests_queued_behind_an_inline_run_run_on_its_thread)
+{
+    EXPECT_EQ_INT(queued_behind_inline(0, 0), 2); /* no limit */
+    /* within a 60 s limit (the test backend's mean is microseconds, so it runs inline) */
+    EXPECT_EQ_INT(queued_behind_inline(60ull * 1000 * 1000 * 1000, 0), 2);
+}
+
+NR_TEST(a_borrower_past_its_inline_limit_leaves_the_queue_to_the_instance)
+{
+    /* held 50 ms at the gate against a 5 ms limit: the instance's thread runs the rest */
+    EXPECT_EQ_INT(queued_behind_inline(5ull * 1000 * 1000, 50 * 1000), 0);
 }
 
 /* A snapshot never splits one execution's counters: perf_analyzer aborts when the
