@@ -226,14 +226,15 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
         nr_stat_fail(&m->stats, nr_sched_stopped(m->sched) ? NR_FAIL_OTHER : NR_FAIL_REJECTED,
                      nr_now_ns() - req->t_start_ns);
     } else if (borrowed) { /* an idle instance and nothing queued: run here, no hop */
-        uint64_t limit = req->inline_max_ns, t0 = nr_now_ns(); /* req may be gone after */
+        /* req may be gone once it has run */
+        uint64_t deadline = req->inline_max_ns ? req->t_start_ns + req->inline_max_ns : 0;
         nr_inst_run_inline(borrowed->owner, req);
         /* what queued for this instance meanwhile runs here too instead of waking the
          * instance's thread: a few at most, within the caller's inline limit (this
          * thread has clients of its own) */
         nr_req_t *next;
-        for (int k = 0; k < NR_MODEL_DRAIN_MAX && (limit == 0 || nr_now_ns() - t0 < limit) &&
-                        (next = nr_sched_take_next(m->sched, borrowed)) != NULL; k++)
+        for (int k = 0; k < NR_MODEL_DRAIN_MAX &&
+                        (next = nr_sched_take_next(m->sched, deadline)) != NULL; k++)
             nr_inst_run_inline(borrowed->owner, next);
         nr_sched_give_back(m->sched, borrowed);
     }

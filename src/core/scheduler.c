@@ -420,11 +420,12 @@ static void take(nr_sched_t *s, nr_req_t **out, size_t n)
     s->executing += n;
 }
 
-nr_req_t *nr_sched_take_next(nr_sched_t *s, nr_sched_waiter_t *w)
+nr_req_t *nr_sched_take_next(nr_sched_t *s, uint64_t deadline_ns)
 {
     nr_req_t *r = NULL;
     pthread_mutex_lock(&s->mu);
-    if (w->borrowed && s->inline_ok && s->queued > 0 && !s->stopped)
+    if (s->inline_ok && s->queued > 0 && !s->stopped &&
+        (deadline_ns == 0 || nr_now_ns() < deadline_ns))
         take(s, &r, 1);
     pthread_mutex_unlock(&s->mu);
     return r;

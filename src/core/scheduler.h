@@ -50,11 +50,13 @@ NR_MUST_CHECK nr_status_t *nr_sched_enqueue(nr_sched_t *s, nr_req_t *req);
 NR_MUST_CHECK nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
                                            nr_sched_waiter_t **borrowed);
 void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w);
-/* While w is borrowed: the oldest queued request, taken as an instance thread
- * would take it, for the borrower to run next on w's instance (the request
- * queued because w was busy; running it here saves waking w's thread for it),
- * or NULL when nothing waits, or the model batches or is stopping. */
-nr_req_t *nr_sched_take_next(nr_sched_t *s, nr_sched_waiter_t *w);
+/* For the thread that borrowed an instance (nr_sched_submit): the oldest
+ * queued request, taken as an instance thread would take it, to run next on
+ * that instance (it queued because the instance was busy; running it here
+ * saves waking the instance's thread for it), or NULL when nothing waits, the
+ * model batches, it is stopping, or deadline_ns (0: none) has passed. The
+ * clock is read only when a request waits. */
+nr_req_t *nr_sched_take_next(nr_sched_t *s, uint64_t deadline_ns);
 /* Blocks until an idle instance has work. Returns n > 0 with out[0..n) the
  * next batch (n <= cap), in arrival order within priority order. Returns 0
  * with *expired != NULL: requests whose queue timeout expired under

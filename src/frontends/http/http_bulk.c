@@ -39,10 +39,10 @@ _Static_assert(BULK_COMPRESSED_MIN <= BULK_JSON_MIN, "is_bulk stops below the sm
 
 typedef struct job_s {
     struct job_s *next;
-    nr_http_server_t *s;
-    nr_http_req_t q;          /* the request, with async NULL: the synchronous path */
-    void (*fn)(void *arg, nr_http_resp_t *r); /* or, when set: a reply to build */
+    void (*fn)(void *arg, nr_http_resp_t *r); /* fills resp on a pool thread */
     void *arg;
+    nr_http_server_t *s;      /* a whole request (fn = run_request, arg = the job): */
+    nr_http_req_t q;          /* the request, with async NULL: the synchronous path */
     nr_http_async_t *async;   /* the parked connection's */
     nr_http_resp_t resp;      /* filled on the pool thread, moved out by finish */
 } job_t;
@@ -63,10 +63,7 @@ static void *bulk_main(void *arg)
         pthread_mutex_unlock(&b->mu);
         if (j == NULL)
             return NULL; /* stopping, and nothing left */
-        if (j->fn != NULL)
-            j->fn(j->arg, &j->resp);
-        else
-            nr_http_infer(j->s, &j->q, &j->resp);
+        j->fn(j->arg, &j->resp);
         j->async->wake(j->async); /* from here on j is the worker's (finish) */
     }
 }
@@ -120,7 +117,7 @@ static bool is_bulk(const nr_http_req_t *q)
     if (enc == NR_ENC_UNKNOWN)
         return false; /* refused at once */
     if (enc != NR_ENC_IDENTITY)
-        return q->body_len >= BULK_COMPRESSED_MIN;
+        return true; /* compressed, and at least BULK_COMPRESSED_MIN */
     size_t json = q->body_len;
     if (q->infer_header_len != NULL) {
         unsigned long long h = strtoull(q->infer_header_len, NULL, 10);
@@ -146,12 +143,21 @@ static void post(nr_http_bulk_t *b, job_t *j, nr_http_resp_t *r)
     pthread_mutex_unlock(&b->mu);
 }
 
+/* A whole request, on the synchronous path: parse, run, wait, encode. */
+static void run_request(void *arg, nr_http_resp_t *r)
+{
+    job_t *j = arg;
+    nr_http_infer(j->s, &j->q, r);
+}
+
 bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
     nr_http_bulk_t *b = &s->bulk;
     if (q->async == NULL || b->n == 0 || !is_bulk(q))
         return false;
     job_t *j = nr_calloc(1, sizeof(*j));
+    j->fn = run_request;
+    j->arg = j;
     j->s = s;
     j->q = *q;
     j->q.async = NULL;
@@ -169,7 +175,6 @@ bool nr_http_bulk_reply(nr_http_server_t *s, nr_http_async_t *async, size_t json
     if (b->n == 0 || (json_bytes < BULK_REPLY_JSON_MIN && deflate_bytes < BULK_REPLY_DEFLATE_MIN))
         return false;
     job_t *j = nr_calloc(1, sizeof(*j));
-    j->s = s;
     j->fn = fn;
     j->arg = arg;
     j->async = async;
