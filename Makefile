@@ -22,13 +22,14 @@ override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -W
 LDLIBS   += -Wl,-rpath,$(ORT_HOME)/lib \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 
-LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/core/*.c src/backends/*.c \
+LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/proto/*.c src/core/*.c src/backends/*.c \
               src/backends/*/*.c src/frontends/*/*.c)
-# The gRPC frontend's messages: protoc-c turns each src/frontends/grpc/proto/<p>.proto into
-# $(BUILD)/gen/<p>.pb-c.{c,h} at build time (never committed); the .c files go into libnereid.a.
-PROTO_DIR := src/frontends/grpc/proto
+# The gRPC messages (the frontend's and the tools'): protoc-c turns each src/proto/<p>.proto into
+# $(BUILD)/gen/proto/<p>.pb-c.{c,h} at build time (never committed; included as
+# "proto/<p>.pb-c.h"); the .c files go into libnereid.a.
+PROTO_DIR := src/proto
 PROTO_SRC := $(wildcard $(PROTO_DIR)/*.proto)
-GEN_C    := $(PROTO_SRC:$(PROTO_DIR)/%.proto=$(BUILD)/gen/%.pb-c.c)
+GEN_C    := $(PROTO_SRC:$(PROTO_DIR)/%.proto=$(BUILD)/gen/proto/%.pb-c.c)
 GEN_H    := $(GEN_C:.c=.h)
 GEN_OBJ  := $(GEN_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_OBJ)
@@ -40,7 +41,7 @@ FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
-        fuzz-build ci-sanitize
+        fuzz-build ci-sanitize check-layers
 all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer
 
 # nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links nereid's common code and the
@@ -71,9 +72,9 @@ $(BUILD)/obj/%.o: %.c | $(GEN_H)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # One protoc-c run writes both files of a pair (a pattern rule with two targets is one recipe).
-$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: $(PROTO_DIR)/%.proto
+$(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: $(PROTO_DIR)/%.proto
 	@mkdir -p $(dir $@)
-	protoc-c --c_out=$(BUILD)/gen --proto_path=$(PROTO_DIR) $<
+	protoc-c --c_out=$(BUILD)/gen/proto --proto_path=$(PROTO_DIR) $<
 
 $(GEN_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(GEN_H)
 	@mkdir -p $(dir $@)
@@ -153,7 +154,11 @@ e2e: all models
 	NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid NEREID_GPU_BACKENDS=$(GPU_BACKENDS) \
 	    $(PY) -m pytest -q tests/e2e
 
-test: setup
+# No #include goes up a layer or across frontends (docs/architecture.md, "Layers").
+check-layers:
+	@python3 tests/check_layers.py
+
+test: setup check-layers
 	$(MAKE) all
 	$(MAKE) models
 	$(MAKE) gpu-backend
@@ -268,6 +273,6 @@ $(BUILD)/bin/bench-infer-parse: bench/infer_parse.c $(BUILD)/libnereid.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # gRPC's C client as a load generator (bench/protocols.py)
-$(BUILD)/bin/bench-grpc-load: bench/grpc_load.c src/common/grpc_lib.c
+$(BUILD)/bin/bench-grpc-load: bench/grpc_load.c src/proto/grpc_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

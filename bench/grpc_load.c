@@ -8,7 +8,7 @@
  *
  *   grpc_load -m unary -c 16 -k 16 -d 5 -f req.bin 127.0.0.1:8001 /inference.GRPCInferenceService/ModelInfer
  */
-#include "../src/common/grpc_lib.h"
+#include "../src/proto/grpc_lib.h"
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>

@@ -11,7 +11,7 @@
 
 #include "../common/status.h"
 #include "../config/model_config.h"
-#include "../core/tensor.h"
+#include "../common/tensor.h"
 
 #define NR_BACKEND_ABI_VERSION 1
 

@@ -9,7 +9,7 @@
 
 #include "../common/status.h"
 #include "../config/model_config.h"
-#include "tensor.h"
+#include "../common/tensor.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,7 +2,6 @@
 #include "infer.h"
 
 #include "../common/alloc.h"
-#include "../common/json.h"
 #include "classify.h"
 
 #include <stdio.h>
@@ -52,108 +51,22 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf)
 
 /* ---- parameters ----------------------------------------------------------------- */
 
-/* rapidjson's IsUint64 / a non-negative int64_param */
-static bool is_uint(const nr_param_t *p)
-{
-    return p->type == NR_PARAM_UINT64 || (p->type == NR_PARAM_INT64 && p->v.i >= 0);
-}
-
 static uint64_t uint_value(const nr_param_t *p)
 {
-    return p->type == NR_PARAM_UINT64 ? p->v.u : (uint64_t)p->v.i;
+    return p->type == NR_PARAM_UINT64 ? p->v.u : p->v.i > 0 ? (uint64_t)p->v.i : 0;
 }
 
-/* HTTP's texts: the JSON accessor's, as Triton's HTTP frontend reports them. */
-static nr_status_t *http_bad(const nr_param_t *p, const char *what)
-{
-    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%.*s': %s", (int)p->key_len, p->key,
-                         what);
-}
-
-static nr_status_t *grpc_bad_type(const nr_param_t *p, const char *expected)
-{
-    return nr_status_new(NR_INVALID_ARG,
-                         "invalid value type for '%.*s' parameter, expected %s.", (int)p->key_len,
-                         p->key, expected);
-}
-
-
-static void set_priority(nr_req_t *req, uint64_t pr)
-{
-    req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
-}
-
-static nr_status_t *http_param(nr_infer_t *inf, const nr_param_t *p)
+void nr_infer_param(nr_infer_t *inf, const nr_param_t *p)
 {
     nr_req_t *req = inf->req;
-    if (nr_param_is(p, "sequence_id")) {
-        /* nereid has no sequence batcher: validated, then ignored (Triton
-         * ignores it too for models without sequence batching) */
-        if (!is_uint(p) && p->type != NR_PARAM_STRING)
-            return http_bad(p, NR_TJ_STRING);
-    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
-        if (p->type != NR_PARAM_BOOL)
-            return http_bad(p, NR_TJ_BOOL);
-    } else if (nr_param_is(p, "priority")) {
-        if (!is_uint(p))
-            return http_bad(p, NR_TJ_UINT);
-        set_priority(req, uint_value(p));
+    if (nr_param_is(p, "priority")) {
+        uint64_t pr = uint_value(p);
+        req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
     } else if (nr_param_is(p, "timeout")) {
-        if (!is_uint(p))
-            return http_bad(p, NR_TJ_UINT);
         req->timeout_us = uint_value(p);
-    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
-        return nr_status_new(NR_INVALID_ARG,
-                             "parameter keys starting with 'triton_' are reserved for Triton "
-                             "usage and should not be specified.");
-    } else if (p->type == NR_PARAM_OTHER) {
-        return nr_status_new(NR_INVALID_ARG,
-                             "parameter '%.*s' has invalid type. It should be either 'int', "
-                             "'bool', or 'string'.",
-                             (int)p->key_len, p->key);
     }
-    return NULL;
-}
-
-static nr_status_t *grpc_param(nr_infer_t *inf, const nr_param_t *p)
-{
-    nr_req_t *req = inf->req;
-    if (nr_param_is(p, "sequence_id")) {
-        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_STRING)
-            return grpc_bad_type(p, "int64_param or string_param");
-    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
-        if (p->type != NR_PARAM_BOOL)
-            return grpc_bad_type(p, "bool_param");
-    } else if (nr_param_is(p, "priority")) {
-        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_UINT64)
-            return grpc_bad_type(p, "int64_param or uint64_param");
-        if (!is_uint(p))
-            return nr_status_new(NR_INVALID_ARG,
-                                 "invalid value for 'priority', expected value >= 0.");
-        set_priority(req, uint_value(p));
-    } else if (nr_param_is(p, "timeout")) {
-        if (p->type != NR_PARAM_INT64)
-            return grpc_bad_type(p, "int64_param");
-        /* Triton passes a negative timeout on as a huge unsigned one: none */
-        req->timeout_us = p->v.i > 0 ? (uint64_t)p->v.i : 0;
-    } else if (nr_param_is(p, "triton_enable_empty_final_response")) {
-        if (p->type != NR_PARAM_BOOL)
-            return grpc_bad_type(p, "bool_param");
-    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
-        return nr_status_new(NR_INVALID_ARG,
-                             "parameter keys starting with 'triton_' are reserved for Triton "
-                             "usage. Only the following keys starting with 'triton_' are "
-                             "allowed: triton_enable_empty_final_response");
-    } else if (p->type == NR_PARAM_UINT64 || p->type == NR_PARAM_OTHER) {
-        /* (double_param is accepted since 2.44; the text was never updated) */
-        return grpc_bad_type(p, "int64_param, bool_param, or string_param");
-    }
-    return NULL;
-}
-
-nr_status_t *nr_infer_param(nr_infer_t *inf, nr_proto_t proto, const nr_param_t *p)
-{
-    return proto == NR_PROTO_GRPC ? grpc_param(inf, p) : http_param(inf, p);
+    /* sequence_id, sequence_start, sequence_end: nereid has no sequence batcher, and Triton
+     * ignores them too for a model without one; custom keys: no backend reads them */
 }
 
 /* ---- inputs and outputs ------------------------------------------------------------ */

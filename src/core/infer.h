@@ -62,12 +62,13 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf);
 
 /* ---- parameters ----------------------------------------------------------------- */
 
-/* One request-level parameter: sequence_id, sequence_start, sequence_end,
- * priority, timeout (applied to the request), triton_* keys (refused, but
- * for what the protocol allows) and custom keys (type-checked, kept by
- * nobody: no backend reads them). Errors are each frontend's Triton texts. */
-NR_MUST_CHECK nr_status_t *nr_infer_param(nr_infer_t *inf, nr_proto_t proto,
-                                          const nr_param_t *p);
+/* One request-level parameter, after its frontend has checked it by its protocol's rules
+ * (each frontend's Triton texts for a wrong type or a reserved triton_* key): priority and
+ * timeout, which must then be NR_PARAM_UINT64 or NR_PARAM_INT64 (a negative timeout is
+ * none, as Triton takes it), are applied to the request; sequence_id, sequence_start,
+ * sequence_end and custom keys are kept by nobody (no sequence batcher, no backend reads
+ * them). */
+void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);
 
 /* ---- inputs and outputs ------------------------------------------------------------ */
 

@@ -3,7 +3,6 @@
 
 #include "../common/alloc.h"
 #include "../common/buf.h"
-#include "../common/json.h"
 #include "../common/log.h"
 
 #include <errno.h>
@@ -25,7 +24,8 @@ bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t
     return st == NULL;
 }
 
-nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, int64_t *out)
+nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_version_syntax_t syntax,
+                                     int64_t *out)
 {
     *out = -1;
     if (n == 0)
@@ -39,7 +39,7 @@ nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, 
         errno = 0;
         long long v = strtoll(buf, &end, 10);
         /* std::stol: leading blanks and a sign allowed, trailing text ignored */
-        ok = end != buf && errno != ERANGE && (proto == NR_PROTO_GRPC || *end == '\0');
+        ok = end != buf && errno != ERANGE && (syntax == NR_VERSION_STOL || *end == '\0');
         if (ok && v < 0)
             return nr_status_new(NR_INVALID_ARG,
                                  "invalid model version specified '%s' , version should be an "
@@ -53,7 +53,7 @@ nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto, 
     return nr_status_new(NR_INVALID_ARG,
                          "failed to get model version from specified version string '%.*s' "
                          "(details: %s), version should be an integral value > 0",
-                         (int)n, s, proto == NR_PROTO_GRPC ? "stol" : "stoll");
+                         (int)n, s, syntax == NR_VERSION_STOL ? "stol" : "stoll");
 }
 
 /* ---- metadata ---------------------------------------------------------------- */
@@ -247,23 +247,14 @@ nr_status_t *nr_kserve_cuda_register(const char *region, size_t len)
 
 /* ---- logging -------------------------------------------------------------------- */
 
-/* A setting of the wrong type: gRPC's "expect <what> for '<key>'", HTTP's
- * TritonJson accessor text (Triton's HTTP frontend reports it as INTERNAL). */
-static nr_status_t *wrong_type(nr_proto_t proto, const char *key, const char *what,
-                               const char *json_text)
-{
-    if (proto == NR_PROTO_GRPC)
-        return nr_status_new(NR_INVALID_ARG, "expect %s for '%s'", what, key);
-    return nr_status_new(NR_INTERNAL, "%s", json_text);
-}
-
 static bool text_is(const nr_param_t *p, const char *s)
 {
     return p->v.s.n == strlen(s) && memcmp(p->v.s.p, s, p->v.s.n) == 0;
 }
 
 /* One setting of an update (see nr_kserve_log_update). */
-static nr_status_t *log_apply(nr_proto_t proto, const char *key, const nr_param_t *p)
+static nr_status_t *log_apply(const nr_kserve_log_reader_t *rd, const char *key,
+                              const nr_param_t *p)
 {
     if (!strcmp(key, "log_file"))
         return nr_status_new(NR_UNSUPPORTED,
@@ -274,41 +265,36 @@ static nr_status_t *log_apply(nr_proto_t proto, const char *key, const nr_param_
                                                        : NULL;
     if (flag != NULL) {
         if (p->type != NR_PARAM_BOOL)
-            return wrong_type(proto, key, "boolean", NR_TJ_BOOL);
+            return rd->wrong_type(key, NR_PARAM_BOOL);
         *flag = p->v.b;
     } else if (!strcmp(key, "log_verbose_level")) {
         /* gRPC: a uint32_param; HTTP: any unsigned JSON integer (Triton casts
          * it to int32; nereid keeps the largest int32 instead) */
         bool ok = p->type == NR_PARAM_UINT64 || (p->type == NR_PARAM_INT64 && p->v.i >= 0);
         if (!ok)
-            return wrong_type(proto, key, "int32", NR_TJ_UINT);
+            return rd->wrong_type(key, NR_PARAM_UINT64);
         uint64_t v = p->type == NR_PARAM_UINT64 ? p->v.u : (uint64_t)p->v.i;
         nr_log_settings.verbose = v > INT32_MAX ? INT32_MAX : (int)v;
     } else if (!strcmp(key, "log_format")) {
         if (p->type != NR_PARAM_STRING)
-            return wrong_type(proto, key, "string", NR_TJ_STRING);
+            return rd->wrong_type(key, NR_PARAM_STRING);
         bool iso = text_is(p, "ISO8601");
         if (!iso && !text_is(p, "default"))
-            return proto == NR_PROTO_GRPC
-                       ? nr_status_new(NR_INVALID_ARG, "invalid argument for log_format, got: %.*s",
-                                       (int)p->v.s.n, p->v.s.p)
-                       : nr_status_new(NR_UNAVAILABLE,
-                                       "invalid argument for --log_format, got: %.*s",
-                                       (int)p->v.s.n, p->v.s.p);
+            return rd->bad_format(p->v.s.p, p->v.s.n);
         nr_log_settings.iso8601 = iso;
     }
     return NULL;
 }
 
-nr_status_t *nr_kserve_log_update(nr_proto_t proto, nr_kserve_find_fn find, void *arg)
+nr_status_t *nr_kserve_log_update(const nr_kserve_log_reader_t *rd, void *arg)
 {
     static const char *const keys[] = {"log_file",  "log_info",          "log_warning",
                                        "log_error", "log_verbose_level", "log_format"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         nr_param_t p = {.type = NR_PARAM_OTHER};
-        if (!find(keys[i], &p, arg))
+        if (!rd->find(keys[i], &p, arg))
             continue;
-        nr_status_t *st = log_apply(proto, keys[i], &p);
+        nr_status_t *st = log_apply(rd, keys[i], &p);
         if (st != NULL)
             return st;
     }

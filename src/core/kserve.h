@@ -20,9 +20,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Which frontend asks, where Triton's two frontends word things differently. */
-typedef enum { NR_PROTO_HTTP, NR_PROTO_GRPC } nr_proto_t;
-
 /* A parameter as the protocols carry them (request parameters, settings). */
 typedef enum {
     NR_PARAM_BOOL,
@@ -61,12 +58,14 @@ NR_MUST_CHECK nr_status_t *nr_kserve_model(nr_server_t *s, const char *name, siz
                                            int64_t version, nr_model_t **out);
 bool nr_kserve_model_ready(nr_server_t *s, const char *name, size_t len, int64_t version);
 
-/* A version given as text ("" = none: -1). HTTP routes only [0-9]+ here and
- * fails on int64 overflow (Triton's stoll); gRPC takes any string as
- * std::stol reads it. INVALID_ARG "failed to get model version from
- * specified version string '<s>' (details: stol[l]), ...". */
-NR_MUST_CHECK nr_status_t *nr_kserve_parse_version(const char *s, size_t n, nr_proto_t proto,
-                                                   int64_t *out);
+/* How a frontend reads a version number, as Triton's do: HTTP routes only [0-9]+ here and
+ * reads them with std::stoll (int64 overflow fails); gRPC takes any string as std::stol reads
+ * it (leading blanks and a sign allowed, trailing text ignored). */
+typedef enum { NR_VERSION_STOLL, NR_VERSION_STOL } nr_version_syntax_t;
+/* A version given as text ("" = none: -1), read as `syntax` says. INVALID_ARG "failed to get
+ * model version from specified version string '<s>' (details: stol[l]), ...". */
+NR_MUST_CHECK nr_status_t *nr_kserve_parse_version(const char *s, size_t n,
+                                                   nr_version_syntax_t syntax, int64_t *out);
 
 /* ---- metadata --------------------------------------------------------------- */
 
@@ -127,22 +126,22 @@ NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);
 
 /* ---- logging (the logging extension) ----------------------------------------------- */
 
-/* Looks setting `key` up in an update request: false when the request does
- * not set it (over HTTP a JSON null does not). *out gets its value (key
- * fields not needed). */
-typedef bool (*nr_kserve_find_fn)(const char *key, nr_param_t *out, void *arg);
-/* Applies an update as Triton does: log_file, log_info, log_warning,
- * log_error (bool), log_verbose_level (unsigned), log_format ("default" |
- * "ISO8601") are looked up in that order and each applied before the next is
- * looked at (an error leaves the earlier ones applied); other keys are
- * ignored. log_file is refused (UNSUPPORTED "log file location can not be
- * updated through network protocol"). A wrong type is each protocol's Triton
- * text: gRPC INVALID_ARG "expect boolean for '<key>'", HTTP the TritonJson
- * accessor's INTERNAL "attempt to access JSON non-boolean as boolean"; an
- * unknown format gRPC INVALID_ARG "invalid argument for log_format, got: <f>",
- * HTTP UNAVAILABLE "invalid argument for --log_format, got: <f>". */
-NR_MUST_CHECK nr_status_t *nr_kserve_log_update(nr_proto_t proto, nr_kserve_find_fn find,
-                                                void *arg);
+/* How a frontend reads a log settings update: `find` looks setting `key` up in the request
+ * (false when the request does not set it: over HTTP a JSON null does not; *out gets its
+ * value, key fields not needed); `wrong_type` and `bad_format` are the frontend's Triton texts
+ * for a setting of the wrong type (`want`: NR_PARAM_BOOL, NR_PARAM_UINT64 or
+ * NR_PARAM_STRING) and for a log_format that is neither "default" nor "ISO8601". */
+typedef struct {
+    bool (*find)(const char *key, nr_param_t *out, void *arg);
+    nr_status_t *(*wrong_type)(const char *key, nr_param_type_t want);
+    nr_status_t *(*bad_format)(const char *value, size_t len);
+} nr_kserve_log_reader_t;
+/* Applies an update as Triton does: log_file, log_info, log_warning, log_error (bool),
+ * log_verbose_level (unsigned), log_format ("default" | "ISO8601") are looked up in that order
+ * and each applied before the next is looked at (an error leaves the earlier ones applied);
+ * other keys are ignored. log_file is refused (UNSUPPORTED "log file location can not be
+ * updated through network protocol"). */
+NR_MUST_CHECK nr_status_t *nr_kserve_log_update(const nr_kserve_log_reader_t *rd, void *arg);
 typedef void (*nr_kserve_setting_fn)(const nr_param_t *p, void *arg);
 /* The current settings, in Triton's order: log_file (string, "" = the
  * console), log_info, log_warning, log_error, log_verbose_level, log_format. */

@@ -13,8 +13,9 @@
 #define NR_REQUEST_H
 
 #include "../backends/backend.h"
+#include "../common/clock.h"
 #include "../common/strmap.h"
-#include "tensor.h"
+#include "../common/tensor.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,8 +88,5 @@ void nr_req_free(nr_req_t *req); /* releases output holds too */
 /* Validation of the request against its model (inputs present, dtypes, shapes,
  * byte sizes, batch size); called by nr_model_submit. */
 NR_MUST_CHECK nr_status_t *nr_req_validate(nr_req_t *req);
-
-uint64_t nr_now_ns(void); /* CLOCK_MONOTONIC */
-uint64_t nr_wall_ms(void); /* CLOCK_REALTIME ms, for last_inference */
 
 #endif

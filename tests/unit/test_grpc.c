@@ -6,9 +6,11 @@
  * allocation failures during the unpack.
  */
 #include "../../src/common/alloc.h"
+#include "../../src/common/log.h"
 #include "../../src/frontends/grpc/grpc_int.h"
 #include "fake_model.h"
 #include "nr_test.h"
+#include "params.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +242,102 @@ NR_TEST(unpack_fails_when_the_allocator_does)
     EXPECT_NULL(inference__model_infer_request__unpack(&al, len, msg));
     EXPECT_TRUE(alloc.failed > 0);
     nr_arena_free(&arena);
+}
+
+NR_TEST(params_grpc_texts)
+{
+    nr_model_t *m = fake_model();
+    ASSERT_NOT_NULL(m);
+    nr_infer_t inf = {0};
+    nr_infer_init(&inf, NULL, m, NULL);
+    nr_param_t p = p_uint("priority", 2);
+    EXPECT_OK(nr_grpc_check_param(&inf, &p));
+    EXPECT_EQ_INT(inf.req->priority, 2);
+    p = p_int("timeout", 1000000);
+    EXPECT_OK(nr_grpc_check_param(&inf, &p));
+    EXPECT_EQ_U64(inf.req->timeout_us, 1000000);
+    p = p_bool("triton_enable_empty_final_response", true); /* what perf_analyzer sends */
+    EXPECT_OK(nr_grpc_check_param(&inf, &p));
+    p = p_int("triton_x", 1);
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "parameter keys starting with 'triton_' are reserved for Triton usage. Only "
+                  "the following keys starting with 'triton_' are allowed: "
+                  "triton_enable_empty_final_response");
+    p = p_str("priority", "1");
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value type for 'priority' parameter, expected int64_param or "
+                  "uint64_param.");
+    p = p_int("priority", -1);
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value for 'priority', expected value >= 0.");
+    p = p_uint("timeout", 1);
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value type for 'timeout' parameter, expected int64_param.");
+    p = p_bool("sequence_id", true);
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value type for 'sequence_id' parameter, expected int64_param or "
+                  "string_param.");
+    p = p_other("custom");
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value type for 'custom' parameter, expected int64_param, bool_param, "
+                  "or string_param.");
+    p = (nr_param_t){.key = "custom", .key_len = 6, .type = NR_PARAM_DOUBLE, .v.d = 0.5};
+    EXPECT_OK(nr_grpc_check_param(&inf, &p));
+    p = p_bool("triton_enable_empty_final_response", false);
+    p.type = NR_PARAM_INT64;
+    EXPECT_STATUS(nr_grpc_check_param(&inf, &p), NR_INVALID_ARG,
+                  "invalid value type for 'triton_enable_empty_final_response' parameter, "
+                  "expected bool_param.");
+    nr_infer_release(&inf);
+    nr_fake_model_free(m);
+}
+
+/* A LogSettingsRequest of one setting, read by the gRPC frontend's reader. */
+static nr_status_t *log_update_one(const char *key, Inference__LogSettingsRequest__SettingValue v)
+{
+    Inference__LogSettingsRequest__SettingsEntry e =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTINGS_ENTRY__INIT;
+    e.key = (char *)key;
+    e.value = &v;
+    Inference__LogSettingsRequest__SettingsEntry *ep = &e;
+    Inference__LogSettingsRequest q = INFERENCE__LOG_SETTINGS_REQUEST__INIT;
+    q.n_settings = 1;
+    q.settings = &ep;
+    return nr_kserve_log_update(&nr_grpc_log_reader, &q);
+}
+
+static Inference__LogSettingsRequest__SettingValue str_setting(const char *s)
+{
+    Inference__LogSettingsRequest__SettingValue v =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__INIT;
+    v.parameter_choice_case =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_STRING_PARAM;
+    v.string_param = (char *)s;
+    return v;
+}
+
+NR_TEST(log_update_texts_grpc)
+{
+    nr_log_settings_t saved;
+    memcpy(&saved, &nr_log_settings, sizeof(saved));
+    EXPECT_STATUS(log_update_one("log_format", str_setting("xml")), NR_INVALID_ARG,
+                  "invalid argument for log_format, got: xml");
+    EXPECT_STATUS(log_update_one("log_warning", str_setting("no")), NR_INVALID_ARG,
+                  "expect boolean for 'log_warning'");
+    EXPECT_STATUS(log_update_one("log_verbose_level", str_setting("3")), NR_INVALID_ARG,
+                  "expect int32 for 'log_verbose_level'");
+    Inference__LogSettingsRequest__SettingValue none =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__INIT; /* no value: the wrong type */
+    EXPECT_STATUS(log_update_one("log_format", none), NR_INVALID_ARG,
+                  "expect string for 'log_format'");
+    Inference__LogSettingsRequest__SettingValue two =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__INIT;
+    two.parameter_choice_case =
+        INFERENCE__LOG_SETTINGS_REQUEST__SETTING_VALUE__PARAMETER_CHOICE_UINT32_PARAM;
+    two.uint32_param = 2;
+    EXPECT_OK(log_update_one("log_verbose_level", two));
+    EXPECT_EQ_INT(nr_log_settings.verbose, 2);
+    memcpy(&nr_log_settings, &saved, sizeof(saved));
 }
 
 NR_TEST_MAIN()

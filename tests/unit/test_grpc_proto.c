@@ -1,5 +1,5 @@
 /* test_grpc_proto.c - the gRPC frontend's messages, generated at build time by protoc-c from
- * src/frontends/grpc/proto/{grpc_service,health}.proto into build/gen/.
+ * src/proto/{grpc_service,health}.proto into build/gen/proto/.
  *
  * Packs and unpacks a ModelInferRequest built in C (maps, oneofs, nested tensors, raw bytes);
  * decodes byte strings serialized by the official Python runtime (tritonclient 2.51's
@@ -9,8 +9,8 @@
  */
 #include "nr_test.h"
 
-#include "grpc_service.pb-c.h"
-#include "health.pb-c.h"
+#include "proto/grpc_service.pb-c.h"
+#include "proto/health.pb-c.h"
 
 /* ---- bytes from the official Python runtime ------------------------------------------------ */
 /* Produced in the project venv (tritonclient 2.51.0, protobuf 7.36.2) by:

@@ -4,9 +4,11 @@
  * binary layout), classification, and compression.
  */
 #include "../../src/common/alloc.h"
+#include "../../src/common/log.h"
 #include "../../src/frontends/http/http_int.h"
 #include "fake_model.h"
 #include "nr_test.h"
+#include "params.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -620,6 +622,80 @@ NR_TEST(body_lead_aligns_the_binary_data)
         size_t lead = nr_http_body_lead(v);
         EXPECT_TRUE(lead < 16 && (lead + h) % 16 == 0);
     }
+}
+
+NR_TEST(params_http_texts)
+{
+    nr_model_t *m = fake_model(SIMPLE);
+    ASSERT_NOT_NULL(m);
+    nr_infer_t inf = {0};
+    nr_infer_init(&inf, NULL, m, NULL);
+    nr_param_t p = p_int("priority", 3);
+    EXPECT_OK(nr_http_check_param(&inf, &p));
+    EXPECT_EQ_INT(inf.req->priority, 3);
+    p = p_uint("priority", UINT64_MAX); /* clamped to the core's range */
+    EXPECT_OK(nr_http_check_param(&inf, &p));
+    EXPECT_EQ_U64(inf.req->priority, UINT32_MAX);
+    p = p_int("timeout", 99);
+    EXPECT_OK(nr_http_check_param(&inf, &p));
+    EXPECT_EQ_U64(inf.req->timeout_us, 99);
+    p = p_int("priority", -1);
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    p = p_str("timeout", "5");
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as "
+                  "unsigned-integer");
+    p = p_int("sequence_id", -2);
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "Unable to parse 'sequence_id': attempt to access JSON non-string as string");
+    p = p_str("sequence_start", "yes");
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "Unable to parse 'sequence_start': attempt to access JSON non-boolean as "
+                  "boolean");
+    p = p_bool("triton_enable_empty_final_response", true);
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                  "should not be specified.");
+    p = p_other("custom");
+    EXPECT_STATUS(nr_http_check_param(&inf, &p), NR_INVALID_ARG,
+                  "parameter 'custom' has invalid type. It should be either 'int', 'bool', or "
+                  "'string'.");
+    p = p_str("custom", "x");
+    EXPECT_OK(nr_http_check_param(&inf, &p));
+    nr_infer_release(&inf);
+    fake_free(m);
+}
+
+/* A logging update as its JSON body, read by the HTTP frontend's reader. */
+static nr_status_t *log_update_json(const char *json)
+{
+    nr_json_doc_t *d;
+    const nr_jv_t *root;
+    nr_status_t *st = nr_json_parse(json, strlen(json), &d, &root);
+    if (st == NULL)
+        st = nr_kserve_log_update(&nr_http_log_reader, (void *)root);
+    nr_json_free(d);
+    return st;
+}
+
+NR_TEST(log_update_texts_http)
+{
+    nr_log_settings_t saved;
+    memcpy(&saved, &nr_log_settings, sizeof(saved));
+    EXPECT_STATUS(log_update_json("{\"log_format\":\"xml\"}"), NR_UNAVAILABLE,
+                  "invalid argument for --log_format, got: xml");
+    EXPECT_STATUS(log_update_json("{\"log_warning\":\"no\"}"), NR_INTERNAL,
+                  "attempt to access JSON non-boolean as boolean");
+    EXPECT_STATUS(log_update_json("{\"log_verbose_level\":-3}"), NR_INTERNAL,
+                  "attempt to access JSON non-unsigned-integer as unsigned-integer");
+    EXPECT_STATUS(log_update_json("{\"log_format\":true}"), NR_INTERNAL,
+                  "attempt to access JSON non-string as string");
+    EXPECT_OK(log_update_json("{\"log_info\":null,\"log_verbose_level\":2}")); /* null: unset */
+    EXPECT_EQ_INT(nr_log_settings.verbose, 2);
+    EXPECT_EQ_INT(nr_log_settings.info, saved.info);
+    memcpy(&nr_log_settings, &saved, sizeof(saved));
 }
 
 NR_TEST_MAIN()

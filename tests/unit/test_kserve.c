@@ -11,6 +11,7 @@
 #include "../../src/core/infer.h"
 #include "fake_model.h"
 #include "nr_test.h"
+#include "params.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,135 +35,46 @@ static void fake_free(nr_model_t *m)
     nr_fake_model_free(m);
 }
 
-static nr_param_t p_int(const char *k, int64_t v)
-{
-    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_INT64, .v.i = v};
-}
-static nr_param_t p_uint(const char *k, uint64_t v)
-{
-    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_UINT64, .v.u = v};
-}
-static nr_param_t p_str(const char *k, const char *v)
-{
-    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_STRING,
-                        .v.s = {v, strlen(v)}};
-}
-static nr_param_t p_bool(const char *k, bool v)
-{
-    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_BOOL, .v.b = v};
-}
-static nr_param_t p_other(const char *k)
-{
-    return (nr_param_t){.key = k, .key_len = strlen(k), .type = NR_PARAM_OTHER};
-}
-
 NR_TEST(version_strings)
 {
     int64_t v;
-    EXPECT_OK(nr_kserve_parse_version("", 0, NR_PROTO_GRPC, &v));
+    EXPECT_OK(nr_kserve_parse_version("", 0, NR_VERSION_STOL, &v));
     EXPECT_EQ_INT(v, -1);
-    EXPECT_OK(nr_kserve_parse_version("7", 1, NR_PROTO_GRPC, &v));
+    EXPECT_OK(nr_kserve_parse_version("7", 1, NR_VERSION_STOL, &v));
     EXPECT_EQ_INT(v, 7);
-    EXPECT_OK(nr_kserve_parse_version("3x", 2, NR_PROTO_GRPC, &v)); /* std::stol stops there */
+    EXPECT_OK(nr_kserve_parse_version("3x", 2, NR_VERSION_STOL, &v)); /* std::stol stops there */
     EXPECT_EQ_INT(v, 3);
-    EXPECT_STATUS(nr_kserve_parse_version("abc", 3, NR_PROTO_GRPC, &v), NR_INVALID_ARG,
+    EXPECT_STATUS(nr_kserve_parse_version("abc", 3, NR_VERSION_STOL, &v), NR_INVALID_ARG,
                   "failed to get model version from specified version string 'abc' (details: "
                   "stol), version should be an integral value > 0");
-    EXPECT_STATUS(nr_kserve_parse_version("99999999999999999999", 20, NR_PROTO_HTTP, &v),
+    EXPECT_STATUS(nr_kserve_parse_version("99999999999999999999", 20, NR_VERSION_STOLL, &v),
                   NR_INVALID_ARG,
                   "failed to get model version from specified version string "
                   "'99999999999999999999' (details: stoll), version should be an integral value "
                   "> 0");
 }
 
-NR_TEST(params_http_texts)
+NR_TEST(params_applied_to_the_request)
 {
     nr_model_t *m = fake_model();
     ASSERT_NOT_NULL(m);
     nr_infer_t inf = {0};
     nr_infer_init(&inf, NULL, m, NULL);
     nr_param_t p = p_int("priority", 3);
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    nr_infer_param(&inf, &p);
     EXPECT_EQ_INT(inf.req->priority, 3);
     p = p_uint("priority", UINT64_MAX); /* clamped to the core's range */
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    nr_infer_param(&inf, &p);
     EXPECT_EQ_U64(inf.req->priority, UINT32_MAX);
     p = p_int("timeout", 99);
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
+    nr_infer_param(&inf, &p);
     EXPECT_EQ_U64(inf.req->timeout_us, 99);
-    p = p_int("priority", -1);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as "
-                  "unsigned-integer");
-    p = p_str("timeout", "5");
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as "
-                  "unsigned-integer");
-    p = p_int("sequence_id", -2);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "Unable to parse 'sequence_id': attempt to access JSON non-string as string");
-    p = p_str("sequence_start", "yes");
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "Unable to parse 'sequence_start': attempt to access JSON non-boolean as "
-                  "boolean");
-    p = p_bool("triton_enable_empty_final_response", true);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "parameter keys starting with 'triton_' are reserved for Triton usage and "
-                  "should not be specified.");
-    p = p_other("custom");
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_HTTP, &p), NR_INVALID_ARG,
-                  "parameter 'custom' has invalid type. It should be either 'int', 'bool', or "
-                  "'string'.");
-    p = p_str("custom", "x");
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_HTTP, &p));
-    nr_infer_release(&inf);
-    fake_free(m);
-}
-
-NR_TEST(params_grpc_texts)
-{
-    nr_model_t *m = fake_model();
-    ASSERT_NOT_NULL(m);
-    nr_infer_t inf = {0};
-    nr_infer_init(&inf, NULL, m, NULL);
-    nr_param_t p = p_uint("priority", 2);
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
-    EXPECT_EQ_INT(inf.req->priority, 2);
-    p = p_int("timeout", 1000000);
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
-    EXPECT_EQ_U64(inf.req->timeout_us, 1000000);
-    p = p_bool("triton_enable_empty_final_response", true); /* what perf_analyzer sends */
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
-    p = p_int("triton_x", 1);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "parameter keys starting with 'triton_' are reserved for Triton usage. Only "
-                  "the following keys starting with 'triton_' are allowed: "
-                  "triton_enable_empty_final_response");
-    p = p_str("priority", "1");
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value type for 'priority' parameter, expected int64_param or "
-                  "uint64_param.");
-    p = p_int("priority", -1);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value for 'priority', expected value >= 0.");
-    p = p_uint("timeout", 1);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value type for 'timeout' parameter, expected int64_param.");
-    p = p_bool("sequence_id", true);
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value type for 'sequence_id' parameter, expected int64_param or "
-                  "string_param.");
-    p = p_other("custom");
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value type for 'custom' parameter, expected int64_param, bool_param, "
-                  "or string_param.");
-    p = (nr_param_t){.key = "custom", .key_len = 6, .type = NR_PARAM_DOUBLE, .v.d = 0.5};
-    EXPECT_OK(nr_infer_param(&inf, NR_PROTO_GRPC, &p));
-    p = p_bool("triton_enable_empty_final_response", false);
-    p.type = NR_PARAM_INT64;
-    EXPECT_STATUS(nr_infer_param(&inf, NR_PROTO_GRPC, &p), NR_INVALID_ARG,
-                  "invalid value type for 'triton_enable_empty_final_response' parameter, "
-                  "expected bool_param.");
+    p = p_int("timeout", -5); /* Triton: a huge unsigned timeout, i.e. none */
+    nr_infer_param(&inf, &p);
+    EXPECT_EQ_U64(inf.req->timeout_us, 0);
+    p = p_str("custom", "x"); /* kept by nobody */
+    nr_infer_param(&inf, &p);
+    EXPECT_EQ_INT(inf.req->priority, UINT32_MAX);
     nr_infer_release(&inf);
     fake_free(m);
 }
@@ -337,56 +249,47 @@ NR_TEST(classification_nan_last)
     free(buf);
 }
 
-/* An update request as a list of parameters (the last of a key counts). */
-typedef struct {
-    const nr_param_t *p;
-    size_t n;
-} updates_t;
-
-static bool find_update(const char *key, nr_param_t *out, void *arg)
+static nr_status_t *test_wrong_type(const char *key, nr_param_type_t want)
 {
-    const updates_t *u = arg;
-    bool found = false;
-    for (size_t i = 0; i < u->n; i++)
-        if (nr_param_is(&u->p[i], key)) {
-            *out = u->p[i];
-            found = true;
-        }
-    return found;
+    return nr_status_new(NR_INVALID_ARG, "wrong type %d for %s", (int)want, key);
 }
 
-static nr_status_t *log_update(nr_proto_t proto, const nr_param_t *p, size_t n)
+static nr_status_t *test_bad_format(const char *v, size_t n)
 {
-    updates_t u = {p, n};
-    return nr_kserve_log_update(proto, find_update, &u);
+    return nr_status_new(NR_INVALID_ARG, "bad format %.*s", (int)n, v);
 }
 
-NR_TEST(log_update_order_and_texts)
+static const nr_kserve_log_reader_t reader = {nr_test_find_update, test_wrong_type,
+                                              test_bad_format};
+
+static nr_status_t *log_update(const nr_param_t *p, size_t n)
+{
+    nr_test_updates_t u = {p, n};
+    return nr_kserve_log_update(&reader, &u);
+}
+
+NR_TEST(log_update_order)
 {
     nr_log_settings_t saved;
     memcpy(&saved, &nr_log_settings, sizeof(saved));
     /* Triton's order, not the request's: log_info is applied, then log_format fails */
     nr_param_t a[] = {p_str("log_format", "xml"), p_bool("log_info", false)};
-    EXPECT_STATUS(log_update(NR_PROTO_GRPC, a, 2), NR_INVALID_ARG,
-                  "invalid argument for log_format, got: xml");
+    EXPECT_STATUS(log_update(a, 2), NR_INVALID_ARG, "bad format xml");
     EXPECT_TRUE(!nr_log_settings.info);
-    EXPECT_STATUS(log_update(NR_PROTO_HTTP, a, 2), NR_UNAVAILABLE,
-                  "invalid argument for --log_format, got: xml");
     nr_param_t b[] = {p_str("log_warning", "no")};
-    EXPECT_STATUS(log_update(NR_PROTO_GRPC, b, 1), NR_INVALID_ARG,
-                  "expect boolean for 'log_warning'");
-    EXPECT_STATUS(log_update(NR_PROTO_HTTP, b, 1), NR_INTERNAL,
-                  "attempt to access JSON non-boolean as boolean");
+    char want[64];
+    snprintf(want, sizeof(want), "wrong type %d for log_warning", (int)NR_PARAM_BOOL);
+    EXPECT_STATUS(log_update(b, 1), NR_INVALID_ARG, want);
     nr_param_t c[] = {p_int("log_verbose_level", -3)};
-    EXPECT_STATUS(log_update(NR_PROTO_GRPC, c, 1), NR_INVALID_ARG,
-                  "expect int32 for 'log_verbose_level'");
+    snprintf(want, sizeof(want), "wrong type %d for log_verbose_level", (int)NR_PARAM_UINT64);
+    EXPECT_STATUS(log_update(c, 1), NR_INVALID_ARG, want);
     nr_param_t d[] = {p_str("log_file", "/tmp/x"), p_uint("log_verbose_level", 2)};
-    EXPECT_STATUS(log_update(NR_PROTO_HTTP, d, 2), NR_UNSUPPORTED,
+    EXPECT_STATUS(log_update(d, 2), NR_UNSUPPORTED,
                   "log file location can not be updated through network protocol");
     EXPECT_EQ_INT(nr_log_settings.verbose, saved.verbose); /* log_file comes first */
     nr_param_t e[] = {p_uint("log_verbose_level", 1ull << 40), p_str("log_format", "ISO8601"),
                       p_str("other", "ignored")};
-    EXPECT_OK(log_update(NR_PROTO_HTTP, e, 3));
+    EXPECT_OK(log_update(e, 3));
     EXPECT_EQ_INT(nr_log_settings.verbose, INT32_MAX);
     EXPECT_TRUE(nr_log_settings.iso8601);
     memcpy(&nr_log_settings, &saved, sizeof(saved));

@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- process-wide state: written once inside pthread_once, read-only afterwards ---- */
@@ -159,13 +158,6 @@ bool nr__ort_has_provider(const char *provider)
         if (strcmp(g_providers[i], provider) == 0)
             return true;
     return false;
-}
-
-uint64_t nr__ort_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- model load ---- */

@@ -543,13 +543,13 @@ nr_status_t *nr__ort_execute(void *inst_state, nr_batch_t *batch)
                              "batching", batch->n, model_name(in));
     size_t n_in = 0, n_out = wanted_outputs(in, batch);
     nr_status_t *st = set_inputs(in, batch, &n_in);
-    batch->input_end_ns = nr__ort_now_ns();
+    batch->input_end_ns = nr_now_ns();
     const bool run = !st && n_out > 0 && !all_failed(batch);
     if (run)
         st = nr__ort_status(nr__ort_api()->Run(in->session, in->run_opts, in->in_names,
                                                (const OrtValue *const *)in->in_vals, n_in,
                                                in->out_names, n_out, in->out_vals));
-    batch->infer_end_ns = nr__ort_now_ns();
+    batch->infer_end_ns = nr_now_ns();
     release_values(in->in_vals, m->n_in);
     if (run && !st)
         st = scatter_outputs(in, batch, n_out);

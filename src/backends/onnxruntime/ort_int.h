@@ -14,6 +14,7 @@
 #ifndef NR_ORT_INT_H
 #define NR_ORT_INT_H
 
+#include "../../common/clock.h"
 #include "../../common/limits.h"
 #include "../../common/status.h"
 #include "../../config/model_config.h"
@@ -47,7 +48,6 @@ NR_MUST_CHECK nr_status_t *nr__ort_status(OrtStatus *st);
 bool nr__ort_has_provider(const char *provider);
 /* "ONNX Runtime <version> at <path>": the library loaded, for messages. */
 const char *nr__ort_library_version(void);
-uint64_t nr__ort_now_ns(void);
 
 /* ---- ort_types.c ---- */
 

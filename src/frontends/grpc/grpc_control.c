@@ -35,7 +35,7 @@ static void *zalloc(nr_arena_t *a, size_t n)
 /* The version field of a request: "" = none. */
 static nr_status_t *version_of(const char *v, int64_t *out)
 {
-    return nr_kserve_parse_version(v, strlen(v), NR_PROTO_GRPC, out);
+    return nr_kserve_parse_version(v, strlen(v), NR_VERSION_STOL, out);
 }
 
 /* ---- health and metadata -------------------------------------------------------- */
@@ -152,7 +152,7 @@ static nr_status_t *model_config(nr_grpc_server_t *s, const ProtobufCMessage *re
     if (st != NULL)
         return st;
     /* ModelConfigResponse.config: the ModelConfig message, encoded from the
-     * same schema tables that print the HTTP JSON (see proto/grpc_service.proto) */
+     * same schema tables that print the HTTP JSON (see src/proto/grpc_service.proto) */
     Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
     size_t len = 0;
     char *pb = nr_cfg_to_pb(m->cfg, &len);
@@ -553,9 +553,27 @@ static bool find_log_setting(const char *key, nr_param_t *p, void *arg)
     return found;
 }
 
+static nr_status_t *log_wrong_type(const char *key, nr_param_type_t want)
+{
+    return nr_status_new(NR_INVALID_ARG, "expect %s for '%s'",
+                         want == NR_PARAM_BOOL     ? "boolean"
+                         : want == NR_PARAM_STRING ? "string"
+                                                   : "int32",
+                         key);
+}
+
+static nr_status_t *log_bad_format(const char *value, size_t len)
+{
+    return nr_status_new(NR_INVALID_ARG, "invalid argument for log_format, got: %.*s", (int)len,
+                         value);
+}
+
+const nr_kserve_log_reader_t nr_grpc_log_reader = {find_log_setting, log_wrong_type,
+                                                   log_bad_format};
+
 static nr_status_t *log_settings(nr_grpc_server_t *s, const ProtobufCMessage *req, nr_buf_t *out)
 {
-    nr_status_t *st = nr_kserve_log_update(NR_PROTO_GRPC, find_log_setting, (void *)req);
+    nr_status_t *st = nr_kserve_log_update(&nr_grpc_log_reader, (void *)req);
     if (st != NULL)
         return st;
     log_acc_t acc = {.n = 0};

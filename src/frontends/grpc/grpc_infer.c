@@ -65,12 +65,53 @@ static nr_param_t grpc_param(const char *key, const Inference__InferParameter *v
     return p;
 }
 
+static nr_status_t *bad_type(const nr_param_t *p, const char *expected)
+{
+    return nr_status_new(NR_INVALID_ARG,
+                         "invalid value type for '%.*s' parameter, expected %s.", (int)p->key_len,
+                         p->key, expected);
+}
+
+nr_status_t *nr_grpc_check_param(nr_infer_t *inf, const nr_param_t *p)
+{
+    if (nr_param_is(p, "sequence_id")) {
+        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_STRING)
+            return bad_type(p, "int64_param or string_param");
+    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
+        if (p->type != NR_PARAM_BOOL)
+            return bad_type(p, "bool_param");
+    } else if (nr_param_is(p, "priority")) {
+        if (p->type != NR_PARAM_INT64 && p->type != NR_PARAM_UINT64)
+            return bad_type(p, "int64_param or uint64_param");
+        if (p->type == NR_PARAM_INT64 && p->v.i < 0)
+            return nr_status_new(NR_INVALID_ARG,
+                                 "invalid value for 'priority', expected value >= 0.");
+    } else if (nr_param_is(p, "timeout")) {
+        /* a negative one is none: Triton passes it on as a huge unsigned timeout */
+        if (p->type != NR_PARAM_INT64)
+            return bad_type(p, "int64_param");
+    } else if (nr_param_is(p, "triton_enable_empty_final_response")) {
+        if (p->type != NR_PARAM_BOOL)
+            return bad_type(p, "bool_param");
+    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter keys starting with 'triton_' are reserved for Triton "
+                             "usage. Only the following keys starting with 'triton_' are "
+                             "allowed: triton_enable_empty_final_response");
+    } else if (p->type == NR_PARAM_UINT64 || p->type == NR_PARAM_OTHER) {
+        /* (double_param is accepted since 2.44; the text was never updated) */
+        return bad_type(p, "int64_param, bool_param, or string_param");
+    }
+    nr_infer_param(inf, p);
+    return NULL;
+}
+
 static nr_status_t *parse_params(nr_grpc_infer_t *inf)
 {
     const Inference__ModelInferRequest *msg = inf->msg;
     for (size_t i = 0; i < msg->n_parameters; i++) {
         nr_param_t p = grpc_param(msg->parameters[i]->key, msg->parameters[i]->value);
-        nr_status_t *st = nr_infer_param(&inf->base, NR_PROTO_GRPC, &p);
+        nr_status_t *st = nr_grpc_check_param(&inf->base, &p);
         if (st != NULL)
             return st;
     }
@@ -359,7 +400,7 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     int64_t version;
     nr_model_t *m = NULL;
     nr_status_t *st = nr_kserve_parse_version(msg->model_version, strlen(msg->model_version),
-                                              NR_PROTO_GRPC, &version);
+                                              NR_VERSION_STOL, &version);
     if (st == NULL)
         st = nr_kserve_model(core, msg->model_name, strlen(msg->model_name), version, &m);
     if (st != NULL)

@@ -9,7 +9,7 @@
  *   grpc_control.c   every other RPC (health, metadata, config, statistics,
  *                    repository, shared memory, trace, logging)
  *
- * Messages are protobuf-c's, generated at build time from the files in proto/.
+ * Messages are protobuf-c's, generated at build time from the files in src/proto/.
  * What is not gRPC (parameters, shared memory, classification, metadata and
  * statistics as data, errors) is the core's, shared with HTTP.
  *
@@ -36,8 +36,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "grpc_service.pb-c.h"
-#include "health.pb-c.h"
+#include "proto/grpc_service.pb-c.h"
+#include "proto/health.pb-c.h"
 
 /* Every tag handed to gRPC: fn(tag, ok) runs when its event completes.
  * nr_grpc_arm publishes the state the event's handler reads (release) and the
@@ -174,11 +174,20 @@ NR_MUST_CHECK nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream
 grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued,
                                        const nr_status_t *st);
 void nr_grpc_infer_free(nr_grpc_infer_t *inf);
+/* A request parameter checked by the rules of Triton's gRPC frontend (its texts for a wrong
+ * type, a negative priority, a reserved triton_* key), then given to the core
+ * (nr_infer_param). */
+NR_MUST_CHECK nr_status_t *nr_grpc_check_param(nr_infer_t *inf, const nr_param_t *p);
 
 /* ---- grpc_stream.c ------------------------------------------------------------ */
 
 /* Starts a ModelStreamInfer call: reads requests until the client closes,
  * answers each in request order, then ends with OK. */
 void nr_grpc_stream_start(nr_grpc_call_t *c);
+
+/* ---- grpc_control.c ----------------------------------------------------------- */
+
+/* How Triton's gRPC frontend reads a LogSettingsRequest (find's arg), its texts. */
+extern const nr_kserve_log_reader_t nr_grpc_log_reader;
 
 #endif

@@ -15,7 +15,7 @@
 #include "grpc_int.h"
 
 #include "../../common/alloc.h"
-#include "../../common/grpc_lib.h"
+#include "../../proto/grpc_lib.h"
 #include "../../common/log.h"
 #include "../../common/net.h"
 

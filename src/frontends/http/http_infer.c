@@ -54,6 +54,44 @@ static nr_status_t *get_str(const nr_jv_t *obj, const char *key, const char **s,
 
 /* ---- request parameters ------------------------------------------------- */
 
+/* rapidjson's IsUint64 */
+static bool is_uint(const nr_param_t *p)
+{
+    return p->type == NR_PARAM_UINT64 || (p->type == NR_PARAM_INT64 && p->v.i >= 0);
+}
+
+/* The TritonJson accessor's text for a parameter of the wrong type. */
+static nr_status_t *bad_param(const nr_param_t *p, const char *what)
+{
+    return nr_status_new(NR_INVALID_ARG, "Unable to parse '%.*s': %s", (int)p->key_len, p->key,
+                         what);
+}
+
+nr_status_t *nr_http_check_param(nr_infer_t *inf, const nr_param_t *p)
+{
+    if (nr_param_is(p, "sequence_id")) {
+        if (!is_uint(p) && p->type != NR_PARAM_STRING)
+            return bad_param(p, NR_TJ_STRING);
+    } else if (nr_param_is(p, "sequence_start") || nr_param_is(p, "sequence_end")) {
+        if (p->type != NR_PARAM_BOOL)
+            return bad_param(p, NR_TJ_BOOL);
+    } else if (nr_param_is(p, "priority") || nr_param_is(p, "timeout")) {
+        if (!is_uint(p))
+            return bad_param(p, NR_TJ_UINT);
+    } else if (p->key_len >= 7 && memcmp(p->key, "triton_", 7) == 0) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter keys starting with 'triton_' are reserved for Triton "
+                             "usage and should not be specified.");
+    } else if (p->type == NR_PARAM_OTHER) {
+        return nr_status_new(NR_INVALID_ARG,
+                             "parameter '%.*s' has invalid type. It should be either 'int', "
+                             "'bool', or 'string'.",
+                             (int)p->key_len, p->key);
+    }
+    nr_infer_param(inf, p);
+    return NULL;
+}
+
 static bool key_is(const nr_jv_member_t *m, const char *k)
 {
     size_t n = strlen(k);
@@ -79,7 +117,7 @@ static nr_status_t *parse_params(nr_http_infer_t *inf, const nr_jv_t *root)
             continue;
         }
         nr_param_t p = nr_http_param(m->key, m->key_len, &m->val);
-        nr_status_t *st = nr_infer_param(&inf->base, NR_PROTO_HTTP, &p);
+        nr_status_t *st = nr_http_check_param(&inf->base, &p);
         if (st != NULL)
             return st;
     }

@@ -182,6 +182,9 @@ size_t nr_http_body_lead(const char *ihcl);
 
 /* ---- http_json.c -------------------------------------------------------- */
 
+/* How Triton's HTTP frontend reads a logging update (a JSON object: find's arg), its texts. */
+extern const nr_kserve_log_reader_t nr_http_log_reader;
+
 /* A JSON value as the core's protocol-neutral parameter (a view into v). */
 nr_param_t nr_http_param(const char *key, size_t key_len, const nr_jv_t *v);
 /* {"error":"<msg>"} as application/json with the status' HTTP code. Takes st. */
@@ -273,6 +276,9 @@ bool nr_http_bulk_reply(nr_http_server_t *s, nr_http_async_t *async, size_t json
  * binary outputs...] (views into inf and the outputs), content type and
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
+/* A request parameter checked by the rules of Triton's HTTP frontend (its texts for a wrong
+ * type, a reserved triton_* key), then given to the core (nr_infer_param). */
+NR_MUST_CHECK nr_status_t *nr_http_check_param(nr_infer_t *inf, const nr_param_t *p);
 NR_MUST_CHECK nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
 /* After done(), before encoding: an estimate of the reply's JSON text (outputs
  * sent as JSON, at 3 bytes of text a tensor byte) and its binary outputs' bytes,

@@ -473,6 +473,24 @@ static bool find_json_setting(const char *key, nr_param_t *p, void *arg)
     return true;
 }
 
+/* The TritonJson accessor's texts, which Triton's HTTP frontend reports as INTERNAL. */
+static nr_status_t *log_wrong_type(const char *key, nr_param_type_t want)
+{
+    return nr_status_new(NR_INTERNAL, "%s",
+                         want == NR_PARAM_BOOL     ? NR_TJ_BOOL
+                         : want == NR_PARAM_STRING ? NR_TJ_STRING
+                                                   : NR_TJ_UINT);
+}
+
+static nr_status_t *log_bad_format(const char *value, size_t len)
+{
+    return nr_status_new(NR_UNAVAILABLE, "invalid argument for --log_format, got: %.*s", (int)len,
+                         value);
+}
+
+const nr_kserve_log_reader_t nr_http_log_reader = {find_json_setting, log_wrong_type,
+                                                   log_bad_format};
+
 static void put_log_setting(const nr_param_t *p, void *arg)
 {
     nr_buf_t *b = arg;
@@ -494,7 +512,7 @@ void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         const nr_jv_t *root;
         nr_status_t *st = nr_json_parse(q->body, q->body_len, &doc, &root);
         if (st == NULL) {
-            st = nr_kserve_log_update(NR_PROTO_HTTP, find_json_setting, (void *)root);
+            st = nr_kserve_log_update(&nr_http_log_reader, (void *)root);
             nr_json_free(doc);
         }
         if (st != NULL) {

@@ -591,7 +591,7 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     }
     if (m.bad_version) {
         int64_t v;
-        nr_http_error(r, nr_kserve_parse_version(m.vstr, m.vlen, NR_PROTO_HTTP, &v));
+        nr_http_error(r, nr_kserve_parse_version(m.vstr, m.vlen, NR_VERSION_STOLL, &v));
         return;
     }
     nr_http_req_t q = {0};

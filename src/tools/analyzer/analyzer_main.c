@@ -10,7 +10,7 @@
 #include "analyzer.h"
 
 #include "../../common/alloc.h"
-#include "../../common/grpc_lib.h"
+#include "../../proto/grpc_lib.h"
 
 #include <dirent.h>
 #include <errno.h>

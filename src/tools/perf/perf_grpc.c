@@ -8,7 +8,7 @@
 
 #include "../../common/alloc.h"
 #include "../../common/varint.h"
-#include "grpc_service.pb-c.h"
+#include "proto/grpc_service.pb-c.h"
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>

@@ -5,7 +5,7 @@
 #include "perf.h"
 
 #include "../../common/alloc.h"
-#include "../../common/grpc_lib.h"
+#include "../../proto/grpc_lib.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,4 +1,5 @@
-/* tensor.h - plain tensor descriptors shared by core, backends and frontends.
+/* tensor.h - plain tensor descriptors shared by core, backends and frontends (here, below
+ * all of them, so that a backend needs nothing from core).
  *
  * An nr_tensor_t never owns its bytes: they point into a request body, a
  * request-owned buffer, or backend memory kept alive by `hold`. STRING (BYTES)
@@ -8,8 +9,8 @@
 #ifndef NR_TENSOR_H
 #define NR_TENSOR_H
 
-#include "../common/limits.h"
-#include "../config/model_config.h"
+#include "dtype.h"
+#include "limits.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
