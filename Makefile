@@ -1,10 +1,12 @@
 # nereid - build, models, tests, benchmarks.
 #   make run     set up everything missing, build, generate models, serve examples/model_repository
-#   make test    set up everything missing, build, run the unit and end-to-end tests, then the
-#                sanitizer/fuzz checks CI runs (ci-sanitize); docs/reliability.md
-#   make asan    ASan+UBSan build in build/asan: unit tests and the whole end-to-end suite
+#   make check   while working: build, the layer check, the unit tests and the end-to-end tests
+#                that are not timing-bound, in parallel (docs/reliability.md, "What runs where")
+#   make test    everything CI runs: check's tests, the timing-bound e2e files once, then the
+#                ASan+UBSan and TSan variants and the fuzzers (ci-sanitize)
+#   make asan    ASan+UBSan build in build/asan: unit tests and the end-to-end suite
 #   make tsan    TSan build in build/tsan: the end-to-end tests that load the server concurrently
-#   make fuzz    libFuzzer targets in build/fuzz, each for FUZZ_SECONDS (default 600)
+#   make fuzz    libFuzzer targets (linked from build/asan's objects), each for FUZZ_SECONDS
 # ORT_HOME may point at an official ONNX Runtime release layout (include/, lib/).
 
 ORT_HOME ?= $(CURDIR)/.deps/ort
@@ -41,7 +43,8 @@ FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
 .PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
-        fuzz-build ci-sanitize check-layers
+        fuzz-build ci-sanitize check-layers check e2e-fast e2e-timed unit-build san-build asan-build \
+        tsan-build
 all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer
 
 # nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links nereid's common code and the
@@ -114,7 +117,7 @@ $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuz
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# libFuzzer binaries (clang only; built by `make fuzz-build` into build/fuzz).
+# libFuzzer binaries (clang only; `make fuzz-build` links them from build/asan's objects).
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/libnereid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
@@ -137,6 +140,8 @@ models: setup
 run: setup all models
 	$(BUILD)/bin/nereid --model-repository=$(CURDIR)/examples/model_repository
 
+unit-build: $(UNIT_BIN) $(REPLAY_BIN)
+
 # Each test binary ends with "<name>: N passed, N failed"; the last line sums them.
 unit: $(UNIT_BIN) $(REPLAY_BIN) models
 	@$(PY) tests/unit/gen_test_models.py tests/unit/models >/dev/null
@@ -150,98 +155,150 @@ unit: $(UNIT_BIN) $(REPLAY_BIN) models
 	    pass=$$((pass + p)); fail=$$((fail + f)); done; \
 	echo "unit: $$pass passed, $$fail failed"; test $$fail -eq 0
 
-e2e: all models
-	NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid NEREID_GPU_BACKENDS=$(GPU_BACKENDS) \
-	    $(PY) -m pytest -q tests/e2e
+# The e2e tiers. The timing-bound files measure over wall-clock windows with nereid-perf,
+# perf_analyzer, nereid-analyzer and Model Analyzer: they run alone, once, without sanitizers
+# (e2e-timed). Every other file runs in parallel (pytest-xdist, E2E_JOBS workers; each server
+# binds its own free port): e2e-fast, also under ASan and, the concurrent-load ones, TSan.
+E2E_TIMED := tests/e2e/test_perf.py tests/e2e/test_perf_analyzer.py tests/e2e/test_analyzer.py \
+             tests/e2e/test_model_analyzer.py
+E2E_FAST  := $(filter-out $(E2E_TIMED),$(sort $(wildcard tests/e2e/test_*.py)))
+E2E_JOBS  ?= 3
+E2E_ARGS  ?=
+E2E_ENV    = NEREID_BIN=$(CURDIR)/$(BUILD)/bin/nereid NEREID_GPU_BACKENDS=$(GPU_BACKENDS)
+
+e2e-fast: all models
+	$(E2E_ENV) $(PY) -m pytest -q -n $(E2E_JOBS) $(E2E_ARGS) $(E2E_FAST)
+
+e2e-timed: all models
+	$(E2E_ENV) $(PY) -m pytest -q $(E2E_ARGS) $(E2E_TIMED)
+
+e2e: e2e-fast e2e-timed
 
 # No #include goes up a layer or across frontends (docs/architecture.md, "Layers").
 check-layers:
 	@python3 tests/check_layers.py
 
-test: setup check-layers
-	$(MAKE) all
-	$(MAKE) models
-	$(MAKE) gpu-backend
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# The tier to run while working: everything but the sanitizers, the fuzzers and the timing-bound
+# e2e files.
+check: setup check-layers
+	$(MAKE) -j$(JOBS) all unit-build
+	$(MAKE) models gpu-backend
 	$(MAKE) unit
-	$(MAKE) e2e
-	$(MAKE) ci-sanitize
+	$(MAKE) e2e-fast
+
+# $(call stage,<name>,<make arguments>): a sub-make whose wall time goes to $(STAGES), which
+# `make test` prints at its end (the durations in the docs come from it, not by hand).
+STAGES = build/stages.txt
+stage = +@t0=$$(date +%s); $(MAKE) $(2); rc=$$?; \
+	echo "$(1): $$(( $$(date +%s) - t0 )) s$$( [ $$rc -eq 0 ] || echo ' (failed)')" >> $(STAGES); \
+	exit $$rc
+
+# Everything CI runs, cheapest and most likely to fail first.
+test: setup check-layers
+	@mkdir -p build; rm -f $(STAGES)
+	$(call stage,build (gcc; ASan+UBSan with fuzzer coverage; TSan),-j$(JOBS) all unit-build san-build)
+	$(call stage,models and the GPU backend,models gpu-backend)
+	$(call stage,unit,unit)
+	$(call stage,e2e in parallel,e2e-fast)
+	$(call stage,ASan+UBSan unit,asan-unit)
+	$(call stage,ASan+UBSan e2e in parallel,asan-e2e)
+	$(call stage,TSan e2e,tsan)
+	$(call stage,e2e timing-bound files alone,e2e-timed)
+	$(call stage,fuzzers $(CI_FUZZ_SECONDS) s each,fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS))
+	@echo "make test: every stage passed"; cat $(STAGES)
 
 # ---- sanitizers and fuzzing (docs/reliability.md) ----------------------------
-# Each variant builds into its own directory with clang; build/ is untouched.
+# Each variant builds into its own directory with clang; build/ is untouched. The ASan+UBSan
+# objects also carry libFuzzer's coverage (-fsanitize=fuzzer-no-link): one build serves the unit
+# tests, the server the e2e suite runs and the fuzz binaries (the coverage costs the e2e suite
+# under ASan nothing measurable: 31.3 s without, 32.2 s with).
 SAN_CC      ?= clang
 SAN_DIR     := $(CURDIR)/tests/sanitizers
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-               -fno-sanitize-recover=undefined
+               -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link
 TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
-FUZZ_CFLAGS := $(ASAN_CFLAGS) -fsanitize=fuzzer-no-link
 FUZZ_SECONDS ?= 600
+FUZZ_JOBS    ?= $(JOBS)
+ASAN_MAKE    = CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(MAKE) BUILD=build/asan
+TSAN_MAKE    = CC=$(SAN_CC) CFLAGS="$(TSAN_CFLAGS)" $(MAKE) BUILD=build/tsan
 # Reports go to files under <build>/san-logs (the e2e suite keeps the server's
 # console in temporary files); a run fails if any report was written.
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:log_path=$(CURDIR)/build/asan/san-logs/asan \
            LSAN_OPTIONS=suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build/asan/san-logs/ubsan
 TSAN_ENV = TSAN_OPTIONS=suppressions=$(SAN_DIR)/tsan.supp:log_path=$(CURDIR)/build/tsan/san-logs/tsan:halt_on_error=0:second_deadlock_stack=1
-# The e2e sets: CI runs the whole suite under ASan (about a minute; the
-# perf_analyzer tests accept any measurement as stable) and the concurrent-load
-# tests, dynamic batching included, under TSan.
-ASAN_E2E_CI ?= tests/e2e
-TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py tests/e2e/test_infer_binary.py \
-               tests/e2e/test_dynamic_batching.py tests/e2e/test_shared_memory.py \
-               tests/e2e/test_grpc.py \
-               tests/e2e/test_metrics.py tests/e2e/test_model_control.py tests/e2e/test_perf.py
-E2E_ARGS    ?=
+# The e2e sets: the suite but its timing-bound files under ASan, and the concurrent-load files,
+# dynamic batching included, under TSan, in parallel; then, one at a time, the nereid-perf
+# tests marked load_threads (its own load threads, under TSan too).
+ASAN_E2E    ?= $(E2E_FAST)
+TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py \
+               tests/e2e/test_infer_binary.py tests/e2e/test_dynamic_batching.py \
+               tests/e2e/test_shared_memory.py tests/e2e/test_grpc.py tests/e2e/test_metrics.py \
+               tests/e2e/test_model_control.py
+TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
 
+# Every sanitizer build at once (make -j: the three variants' objects in parallel).
+san-build: asan-build tsan-build
+asan-build:
+	+$(ASAN_MAKE) all unit-build $(FUZZ_TARGETS:%=build/asan/fuzz/fuzz_%)
+tsan-build:
+	+$(TSAN_MAKE) all
+
 asan-unit: setup models
 	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
-	CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(ASAN_ENV) $(MAKE) BUILD=build/asan unit
+	+$(ASAN_ENV) $(ASAN_MAKE) unit
 	$(call san_check,build/asan)
 
-# E2E_TESTS: which e2e files (default: all of them)
+# E2E_TESTS: which e2e files (default: ASAN_E2E)
 asan-e2e: setup models
-	CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(MAKE) BUILD=build/asan all
+	+$(ASAN_MAKE) all
 	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
-	$(ASAN_ENV) NEREID_BIN=$(CURDIR)/build/asan/bin/nereid $(PY) -m pytest -q $(E2E_ARGS) \
-	    $(or $(E2E_TESTS),tests/e2e)
+	$(ASAN_ENV) NEREID_BIN=$(CURDIR)/build/asan/bin/nereid $(PY) -m pytest -q -n $(E2E_JOBS) \
+	    $(E2E_ARGS) $(or $(E2E_TESTS),$(ASAN_E2E))
 	$(call san_check,build/asan)
 
 asan: asan-unit asan-e2e
 
+# E2E_TESTS: which e2e files (default: TSAN_E2E, then TSAN_PERF)
 tsan: setup models
-	CC=$(SAN_CC) CFLAGS="$(TSAN_CFLAGS)" $(MAKE) BUILD=build/tsan all
+	+$(TSAN_MAKE) all
 	@rm -rf build/tsan/san-logs; mkdir -p build/tsan/san-logs
-	$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q $(E2E_ARGS) \
-	    $(or $(E2E_TESTS),$(TSAN_E2E))
+	$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q -n $(E2E_JOBS) \
+	    $(E2E_ARGS) $(or $(E2E_TESTS),$(TSAN_E2E))
+	$(if $(E2E_TESTS),,$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q \
+	    $(E2E_ARGS) $(TSAN_PERF))
 	$(call san_check,build/tsan)
 
 fuzz-build: setup models
-	CC=$(SAN_CC) CFLAGS="$(FUZZ_CFLAGS)" $(MAKE) BUILD=build/fuzz \
-	    $(FUZZ_TARGETS:%=build/fuzz/fuzz/fuzz_%)
+	+$(ASAN_MAKE) $(FUZZ_TARGETS:%=build/asan/fuzz/fuzz_%)
 
-# Runs each target for FUZZ_SECONDS on a scratch copy of its corpus (new inputs
-# land in build/fuzz/corpus/<t>; crashers in build/fuzz/crash/<t>/). Keep a
-# crasher by copying it to tests/fuzz/regress/<t>/ once it is fixed.
+# Runs each target for FUZZ_SECONDS on a scratch copy of its corpus, FUZZ_JOBS at a time (new
+# inputs land in build/fuzz/corpus/<t>; crashers in build/fuzz/crash/<t>/). Keep a crasher by
+# copying it to tests/fuzz/regress/<t>/ once it is fixed.
 fuzz: fuzz-build
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	    mkdir -p build/fuzz/corpus/$$t build/fuzz/crash/$$t; \
-	    echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	    $(ASAN_ENV_FUZZ) build/fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+	    t={}; mkdir -p build/fuzz/corpus/$$t build/fuzz/crash/$$t; \
+	    $(ASAN_ENV_FUZZ) build/asan/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	        -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
 	        -artifact_prefix=build/fuzz/crash/$$t/ build/fuzz/corpus/$$t \
 	        tests/fuzz/corpus/$$t $$(ls -d tests/fuzz/regress/$$t 2>/dev/null) \
-	        2>build/fuzz/fuzz_$$t.log || { tail -n 60 build/fuzz/fuzz_$$t.log; exit 1; }; \
-	    grep -E "stat::number_of_executed_units|stat::new_units_added" build/fuzz/fuzz_$$t.log; \
-	done
+	        2>build/fuzz/fuzz_$$t.log || { echo "fuzz_$$t failed:"; tail -n 60 build/fuzz/fuzz_$$t.log; exit 1; }; \
+	    echo "fuzz_$$t: $(FUZZ_SECONDS) s, $$(grep -E "stat::number_of_executed_units" build/fuzz/fuzz_$$t.log | \
+	        sed "s/.*: *//") runs, $$(grep -E "stat::new_units_added" build/fuzz/fuzz_$$t.log | \
+	        sed "s/.*: *//") new inputs"'
 ASAN_ENV_FUZZ = LSAN_OPTIONS=suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0
 
-# What `make test` (and so CI) adds: ASan+UBSan unit tests (with the fuzz
-# regression replay), the e2e suite under ASan, the concurrent-load e2e tests
-# under TSan, and each fuzzer for CI_FUZZ_SECONDS.
+# What `make test` (and so CI) adds after the gcc build's tests: ASan+UBSan unit tests (with
+# the fuzz regression replay), the e2e suite under ASan, the concurrent-load e2e tests under
+# TSan, and each fuzzer for CI_FUZZ_SECONDS.
 CI_FUZZ_SECONDS ?= 15
 ci-sanitize:
 	$(MAKE) asan-unit
-	$(MAKE) asan-e2e E2E_TESTS="$(ASAN_E2E_CI)"
+	$(MAKE) asan-e2e
 	$(MAKE) tsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 

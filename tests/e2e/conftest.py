@@ -27,6 +27,12 @@ START_TIMEOUT_S = 60     # until /v2/health/live answers
 STOP_TIMEOUT_S = 60      # after SIGTERM/SIGINT
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "load_threads: exercises nereid-perf's own load threads; `make tsan` runs "
+        "these of the timing-bound files under ThreadSanitizer too")
+
+
 def nereid_bin():
     return Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid")
 

@@ -137,6 +137,7 @@ def test_an_unstable_step_says_why(url):
                          r"allows 0%\)", r.stderr), r.stderr
 
 
+@pytest.mark.load_threads
 def test_request_rate_mode_sends_at_the_rate(url):
     """Open loop: the requests the server counted over the reported windows match the rate
     asked for (within 25 %: the windows are cut by the clock, the sends by the schedule)."""
@@ -229,6 +230,7 @@ def connections_of(pid, port):
     return n
 
 
+@pytest.mark.load_threads
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_concurrency_n_keeps_n_connections_busy(small_server, protocol):
     """Concurrency 3: three load connections (one request in flight on each, back to back),
@@ -511,6 +513,7 @@ def test_input_data_json_errors_are_clear(url, tmp_path, data, message):
     assert r.returncode != 0 and message in r.stderr, r.stderr
 
 
+@pytest.mark.load_threads
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("args,n", [(["--concurrency-range", "3"], 60),
                                     (["--request-rate-range", "200"], 200)])
@@ -574,6 +577,7 @@ def run_watching_regions(tool, args, url):
     return subprocess.CompletedProcess(p.args, p.returncode, out, err), seen
 
 
+@pytest.mark.load_threads
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_shared_memory_regions_as_perf_analyzer(url, grpc_url, tmp_path, protocol):
     """--shared-memory system against the real server: the regions registered while the load
@@ -737,6 +741,7 @@ def int32(v):
     return (v + 2**31) % 2**32 - 2**31
 
 
+@pytest.mark.load_threads
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_profile_export_as_perf_analyzer(url, grpc_url, tmp_path, protocol):
     """--profile-export-file: perf_analyzer's document (experiments with their mode and value,
@@ -886,6 +891,7 @@ def test_interleaved_trials_errors(url):
 
 # ---- --streaming (gRPC) ----
 
+@pytest.mark.load_threads
 def test_streaming_matches_perf_analyzer(url, grpc_url, tmp_path):
     """--streaming: every request of a worker over its own ModelStreamInfer stream; the
     output line for line and the CSV as perf_analyzer's (asynchronous calls, stabilizing on

@@ -453,7 +453,7 @@ static enum MHD_Result send_refusal(nr_http_server_t *s, struct MHD_Connection *
  * counted) when they do not fit. */
 static bool charge(nr_http_server_t *s, conn_req_t *rq, uint64_t n)
 {
-    uint64_t cur = atomic_load(&s->body_bytes);
+    unsigned long long cur = atomic_load(&s->body_bytes); /* the atomic's own type */
     do {
         if (n > s->opts.body_memory_limit - (cur < s->opts.body_memory_limit
                                                  ? cur : s->opts.body_memory_limit))
