@@ -210,15 +210,16 @@ test: setup check-layers
 	@echo "make test: every stage passed"; cat $(STAGES)
 
 # ---- sanitizers and fuzzing (docs/reliability.md) ----------------------------
-# Each variant builds into its own directory with clang; build/ is untouched. The ASan+UBSan
+# Each variant builds into its own directory with clang; build/ is untouched. Both define
+# NR_DEBUG: the threading contract's assertions (common/debug.h) are on. The ASan+UBSan
 # objects also carry libFuzzer's coverage (-fsanitize=fuzzer-no-link): one build serves the unit
 # tests, the server the e2e suite runs and the fuzz binaries (the coverage costs the e2e suite
 # under ASan nothing measurable: 31.3 s without, 32.2 s with).
 SAN_CC      ?= clang
 SAN_DIR     := $(CURDIR)/tests/sanitizers
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-               -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link
-TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+               -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link -DNR_DEBUG
+TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread -DNR_DEBUG
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS    ?= $(JOBS)
 ASAN_MAKE    = CC=$(SAN_CC) CFLAGS="$(ASAN_CFLAGS)" $(MAKE) BUILD=build/asan

@@ -2,9 +2,19 @@
  * module or SQLite's vfs). New members are only appended, behind abi_version.
  *
  * A backend sees configs and tensors only, never HTTP, JSON, protobuf or the
- * repository. Every function returns nr_status_t * (NULL = OK). Threads:
- * autocomplete/model_load/instance_create/unload run on the loading thread;
- * execute runs on the instance's own thread, one call at a time per instance.
+ * repository. Every function returns nr_status_t * (NULL = OK).
+ *
+ * Threads. model_autocomplete, model_load, instance_create, instance_destroy and
+ * model_unload run on the thread that loads or unloads the model: the main thread at start-up,
+ * a model-control request's thread (HTTP: a thread of its own; gRPC: the completion-queue
+ * thread), the repository's poller, or its reaper thread for an unload. execute runs one call
+ * at a time per instance (never two at once on one inst_state) but not always on one thread:
+ * on the instance's own thread; on a frontend thread that borrowed the idle instance to run a
+ * request inline (an HTTP worker, the HTTP large-request pool, a gRPC completion-queue thread;
+ * --inline-execution, docs/architecture.md "One request"); or on the loading thread, for
+ * model_warmup, before the instance's thread starts. So a backend keeps no per-thread state
+ * for an instance (thread-locals, thread affinity of its own) and must not block in execute
+ * on something only another execute of the same model can release.
  */
 #ifndef NR_BACKEND_H
 #define NR_BACKEND_H

@@ -1,12 +1,17 @@
 /* instance.c - instance threads: dequeue a batch, execute it on the backend
  * with no lock held, record statistics, complete each request.
  *
- * The thread owns the batch's requests from dequeue until it calls their
- * done() callbacks; after done() it never touches them again.
+ * run_batch is the one place a batch executes, whichever thread holds the instance: its own
+ * thread (inst_main), a frontend thread that borrowed it (nr_inst_run_inline) or the loading
+ * thread (nr_inst_run_direct, warmup). That thread owns the batch's requests and the
+ * instance's scratch arrays from dequeue until it has called their done() callbacks; after
+ * done() it never touches the requests again. The debug builds assert that no two threads
+ * are ever inside run_batch for one instance.
  */
 #include "instance.h"
 
 #include "../common/alloc.h"
+#include "../common/debug.h"
 #include "../common/log.h"
 #include "scheduler.h"
 
@@ -27,6 +32,9 @@ struct nr_instance_s {
     nr_batch_item_t **items;
     size_t cap;
     nr_sched_waiter_t waiter; /* its place on the scheduler's idle stack */
+#ifdef NR_DEBUG
+    _Atomic bool running; /* inside run_batch: one execution at a time, whatever the thread */
+#endif
 };
 
 nr_status_t *nr_inst_create(nr_model_t *m, const nr_instance_info_t *info, nr_instance_t **out)
@@ -126,6 +134,7 @@ static void record(nr_model_t *m, nr_req_t **reqs, size_t n, const nr_batch_t *b
 static void run_batch(nr_instance_t *inst, size_t n, bool queued)
 {
     nr_model_t *m = inst->model;
+    NR_DEBUG_ASSERT(!atomic_exchange(&inst->running, true));
     nr_batch_t b = {.items = inst->items, .n = n};
     uint64_t t_exec = nr_now_ns();
     for (size_t i = 0; i < n; i++) {
@@ -159,10 +168,12 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     nr_status_free(st);
     if (queued) {
         nr_sched_complete(m->sched, inst->reqs, n);
-        return;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            nr_req_done(inst->reqs[i]);
     }
-    for (size_t i = 0; i < n; i++)
-        inst->reqs[i]->done(inst->reqs[i], inst->reqs[i]->done_arg);
+    /* the scratch arrays (reqs, items) are free again */
+    NR_DEBUG_ONLY(atomic_store(&inst->running, false);)
 }
 
 /* Requests whose queue timeout expired (REJECT): never executed, answered

@@ -4,11 +4,17 @@
  * reference while the version serves, every request one from lookup until
  * its response is released; when the last goes, the repository unloads it
  * (on its own thread: the last release may come from an instance thread).
+ *
+ * Threads: a model is loaded and unloaded by one thread at a time (the repository's); once
+ * READY, it is shared read-only by every thread that holds a reference, and only the
+ * scheduler (its own locks), the statistics (atomics and their group lock) and the
+ * reference count change.
  */
 #ifndef NR_MODEL_H
 #define NR_MODEL_H
 
 #include "../backends/backend.h"
+#include "../common/debug.h"
 #include "../common/strmap.h"
 #include "../config/model_config.h"
 #include "classify.h"
@@ -59,42 +65,58 @@ struct nr_model_s {
 
 /* Loads a version: backend model_load, instances (threads named after them),
  * scheduler. On failure returns the error; the caller marks it UNAVAILABLE.
- * Refuses what the core cannot serve (UNSUPPORTED): sequence batching. */
+ * Refuses what the core cannot serve (UNSUPPORTED): sequence batching.
+ * Context: the loading thread (repository.h); blocks on the backend and warmup; no
+ * repository lock held. */
 NR_MUST_CHECK nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir,
                                          const char *model_path, int cpu_count);
-/* Stops instance threads (after the queue drains) and unloads the backend. */
+/* Stops instance threads (after the queue drains) and unloads the backend.
+ * Context: the repository's reaper (or the loading thread, for a version that failed or was
+ * never published), once no reference is left; blocks until the instance threads end. */
 void nr_model_unload(nr_model_t *m);
 
-/* Takes one more reference on m; drops one (see on_last_release). */
+/* Takes one more reference on m; drops one (see on_last_release; the debug builds assert
+ * that no release comes without its reference). Context: any thread; never blocks. */
 static inline void nr_model_ref(nr_model_t *m)
 {
     atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
 }
 static inline void nr_model_release(nr_model_t *m)
 {
-    if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    if (m == NULL)
+        return;
+    uint32_t refs = atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel);
+    NR_DEBUG_ASSERT(refs > 0); /* a release without its reference */
+    if (refs == 1)
         m->on_last_release(m);
 }
-/* The labels of config output `output`, or NULL. */
+/* The labels of config output `output`, or NULL. Context: any thread holding a reference. */
 const nr_labels_t *nr_model_labels(const nr_model_t *m, uint32_t output);
 
 /* The name indexes above, from m->cfg (nr_model_load builds them; a model
- * assembled without loading calls this itself). */
+ * assembled without loading calls this itself). Context: the loading thread. */
 void nr_model_index(nr_model_t *m);
-/* Frees what nr_model_index built (safe when it never ran). */
+/* Frees what nr_model_index built (safe when it never ran). Context: the unloading thread. */
 void nr_model_index_free(nr_model_t *m);
-/* Config index of the input / output named so, or -1. */
+/* Config index of the input / output named so, or -1. Context: any thread holding a
+ * reference; no lock. */
 int nr_model_input_index(const nr_model_t *m, const char *name, size_t len);
 int nr_model_output_index(const nr_model_t *m, const char *name, size_t len);
 
 /* Validates `req` and queues it. On success the model owns the request until
  * req->done runs, which may happen before this returns (inline execution on
  * the calling thread). On failure returns the error (nothing queued, done not
- * called). */
+ * called). With inline execution the calling thread may also run, and call done() for,
+ * up to 8 requests other threads queued meanwhile (NR_MODEL_DRAIN_MAX, model.c; request.h).
+ * Context: a frontend thread holding a reference on m, no lock held (done() may run here);
+ * may block for as long as the model executes when it runs inline (only while the model's
+ * mean execution is under the request's inline limit). */
 NR_MUST_CHECK nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req);
-/* Requests queued or executing, for shutdown draining. */
+/* Requests queued or executing, for shutdown draining. Context: any thread; takes the
+ * queue's lock briefly. */
 uint64_t nr_model_inflight(nr_model_t *m);
-/* Requests queued and not yet executing (the metrics' pending count). */
+/* Requests queued and not yet executing (the metrics' pending count). Context: any thread;
+ * takes the queue's lock briefly. */
 uint64_t nr_model_queued(nr_model_t *m);
 
 #endif

@@ -16,6 +16,7 @@
 #include "gpu.h"
 
 #include "../common/alloc.h"
+#include "../common/debug.h"
 #include "../common/log.h"
 
 #include <dirent.h>
@@ -70,7 +71,7 @@ struct nr_repo_s {
     char **paths;
     pthread_rwlock_t lock;   /* entries and their records */
     entry_t **e; size_t n;   /* sorted by name */
-    pthread_mutex_t control_mu; /* one load / unload / poll at a time */
+    nr_lock_t control_mu;    /* one load / unload / poll at a time */
     size_t obs_cap;          /* latency observations for new loads (0: none) */
     /* the reaper: unloads models whose last reference went */
     pthread_mutex_t reap_mu;
@@ -697,6 +698,7 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
 static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
                                bool polling)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
     bool override = p != NULL && (p->config != NULL || p->n_files > 0);
     char *dup = NULL, *tmpdir = NULL, *dir = NULL;
     nr_status_t *st = NULL;
@@ -894,6 +896,7 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
 /* Unloads every serving version of `name`. control_mu held. */
 static void unload_model(nr_repo_t *repo, const char *name, size_t len)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
     pthread_rwlock_wrlock(&repo->lock);
     entry_t *e = find_entry(repo, name, len, NULL);
     size_t n = e ? e->n : 0;
@@ -987,7 +990,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&repo->lock, &ra);
     pthread_rwlockattr_destroy(&ra);
-    pthread_mutex_init(&repo->control_mu, NULL);
+    nr_lock_init(&repo->control_mu);
     pthread_mutex_init(&repo->reap_mu, NULL);
     pthread_cond_init(&repo->reap_cv, NULL);
     pthread_mutex_init(&repo->poll_mu, NULL);
@@ -1019,7 +1022,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
         }
     bool all = opts->mode != NR_CONTROL_EXPLICIT ||
                (opts->n_startup_models == 1 && !strcmp(opts->startup_models[0], "*"));
-    pthread_mutex_lock(&repo->control_mu);
+    nr_lock(&repo->control_mu);
     if (all) {
         for (size_t i = 0; i < n; i++)
             nr_status_free(load_model(repo, names[i], NULL, false));
@@ -1038,7 +1041,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
             }
         }
     }
-    pthread_mutex_unlock(&repo->control_mu);
+    nr_unlock(&repo->control_mu);
     free_names(names, n);
     if (opts->mode == NR_CONTROL_POLL && opts->poll_secs > 0) {
         repo->polling = true;
@@ -1060,10 +1063,10 @@ void nr_repo_destroy(nr_repo_t *repo)
         pthread_mutex_unlock(&repo->poll_mu);
         pthread_join(repo->poller, NULL);
     }
-    pthread_mutex_lock(&repo->control_mu);
+    nr_lock(&repo->control_mu);
     for (size_t i = 0; i < repo->n; i++)
         unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name));
-    pthread_mutex_unlock(&repo->control_mu);
+    nr_unlock(&repo->control_mu);
     pthread_mutex_lock(&repo->reap_mu);
     repo->stopping = true;
     pthread_cond_broadcast(&repo->reap_cv);
@@ -1087,7 +1090,7 @@ void nr_repo_destroy(nr_repo_t *repo)
         free(repo->paths[p]);
     free(repo->paths);
     pthread_rwlock_destroy(&repo->lock);
-    pthread_mutex_destroy(&repo->control_mu);
+    nr_lock_destroy(&repo->control_mu);
     pthread_mutex_destroy(&repo->reap_mu);
     pthread_cond_destroy(&repo->reap_cv);
     pthread_mutex_destroy(&repo->poll_mu);
@@ -1270,7 +1273,7 @@ uint64_t nr_repo_inflight(nr_repo_t *repo)
 
 void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
 {
-    pthread_mutex_lock(&repo->control_mu); /* no load publishes meanwhile */
+    nr_lock(&repo->control_mu); /* no load publishes meanwhile */
     repo->obs_cap = cap;
     pthread_rwlock_rdlock(&repo->lock);
     for (size_t i = 0; i < repo->n; i++)
@@ -1278,7 +1281,7 @@ void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
             if (repo->e[i]->v[k].model != NULL)
                 nr_stats_enable_obs(&repo->e[i]->v[k].model->stats, cap);
     pthread_rwlock_unlock(&repo->lock);
-    pthread_mutex_unlock(&repo->control_mu);
+    nr_unlock(&repo->control_mu);
 }
 
 /* ---- model control ------------------------------------------------------------------ */
@@ -1293,9 +1296,9 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
         st = nr_status_new(NR_INTERNAL, "failed to load '%s', failed to poll from model repository",
                            n);
     } else {
-        pthread_mutex_lock(&repo->control_mu);
+        nr_lock(&repo->control_mu);
         st = load_model(repo, n, p, false);
-        pthread_mutex_unlock(&repo->control_mu);
+        nr_unlock(&repo->control_mu);
     }
     free(n);
     return st;
@@ -1303,15 +1306,15 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
 
 nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len)
 {
-    pthread_mutex_lock(&repo->control_mu);
+    nr_lock(&repo->control_mu);
     unload_model(repo, name, len);
-    pthread_mutex_unlock(&repo->control_mu);
+    nr_unlock(&repo->control_mu);
     return NULL;
 }
 
 void nr_repo_poll(nr_repo_t *repo)
 {
-    pthread_mutex_lock(&repo->control_mu);
+    nr_lock(&repo->control_mu);
     poll_once(repo);
-    pthread_mutex_unlock(&repo->control_mu);
+    nr_unlock(&repo->control_mu);
 }

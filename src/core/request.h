@@ -2,18 +2,27 @@
  *
  * Life of a request (one owner at a time):
  *   frontend: nr_req_new -> nr_req_add_input / nr_req_add_output -> nr_model_submit
- *   core:     validates, queues, an instance thread executes its batch, then
- *             calls req->done(req, arg) exactly once, from the instance thread
- *             (or from the submitting thread when submit fails early: then
- *             nr_model_submit returns the error and done is NOT called)
- *   frontend: reads req->status / outputs, encodes the reply, nr_req_free.
- * Input bytes are borrowed views: they must stay valid until done() runs.
+ *   core:     validates, then either refuses it (nr_model_submit returns the error; done is
+ *             never called and the request stays the frontend's), or owns it until it calls
+ *             req->done(req, arg) exactly once;
+ *   frontend: in done, or after it: reads req->status / outputs, encodes the reply,
+ *             nr_req_free.
+ * Which thread calls done: the one that executed the request, or the one that delivers it in
+ * order (preserve_ordering hands a request finished on one instance to the thread that
+ * finishes the request before it). That is an instance thread; or, with inline execution
+ * (docs/architecture.md, "One request"), the submitting thread itself, before
+ * nr_model_submit returns; or another frontend thread that borrowed the idle instance for a
+ * request of its own and ran this queued one after it (nr_sched_take_next); or the loading
+ * thread, for warmup requests. So done must not assume its own frontend's thread, nor take a
+ * lock its submitter may hold across nr_model_submit. Input bytes are borrowed views: they
+ * must stay valid until done runs.
  */
 #ifndef NR_REQUEST_H
 #define NR_REQUEST_H
 
 #include "../backends/backend.h"
 #include "../common/clock.h"
+#include "../common/debug.h"
 #include "../common/strmap.h"
 #include "../common/tensor.h"
 
@@ -64,6 +73,9 @@ struct nr_req_s {
      * thread serves many clients sets it (gRPC), so a slow model never blocks it. */
     uint64_t inline_max_ns;
     nr_req_t *next; /* queue link, owned by the scheduler while queued */
+#ifdef NR_DEBUG
+    bool completed; /* done has been called (it must be, exactly once) */
+#endif
 };
 
 nr_req_t *nr_req_new(nr_model_t *model);
@@ -84,6 +96,15 @@ int nr_req_input_index(const nr_req_t *req, const char *name, size_t len);
 nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void nr_req_free(nr_req_t *req); /* releases output holds too */
+
+/* Hands a finished request back to its frontend: req->done, exactly once (asserted in the
+ * debug builds). Context: the executing or delivering thread, no core lock held. */
+static inline void nr_req_done(nr_req_t *req)
+{
+    NR_DEBUG_ASSERT(!req->completed);
+    NR_DEBUG_ONLY(req->completed = true;)
+    req->done(req, req->done_arg);
+}
 
 /* Validation of the request against its model (inputs present, dtypes, shapes,
  * byte sizes, batch size); called by nr_model_submit. */

@@ -4,7 +4,10 @@
  * second FIFO for requests whose timeout expired under timeout_action DELAY
  * (they stay queued, behind the unexpired requests of their level). Idle
  * instance threads wait on the condvar; a producer signals one waiter per
- * request, and an instance that leaves work behind signals the next.
+ * request, and an instance that leaves work behind signals the next. Without a batcher, a
+ * producer may take an idle instance off the idle stack instead (borrowed: its thread keeps
+ * sleeping until it is given back) and run its request itself (scheduler.h). Helpers that
+ * need mu say so ("Context: mu held") and assert it in the debug builds.
  *
  * Batch formation (Triton's GetDynamicBatch): scan in priority order, arrival
  * order within a level, counting each request as max(1, its batch). The scan
@@ -23,6 +26,7 @@
 #include "scheduler.h"
 
 #include "../common/alloc.h"
+#include "../common/debug.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,7 +45,7 @@ typedef struct {
 
 struct nr_sched_s {
     const nr_model_config_t *cfg;
-    pthread_mutex_t mu;
+    nr_lock_t mu;
     pthread_cond_t cv;
     level_t *levels;
     size_t n_levels;
@@ -66,7 +70,7 @@ struct nr_sched_s {
     nr_sched_waiter_t *idle;
     size_t n_borrowed;
     bool inline_ok; /* no batcher: a request is dispatched alone and at once */
-    pthread_mutex_t ord_mu;
+    nr_lock_t ord_mu;
     nr_req_t *pending;
     uint64_t next_out;
     bool delivering;
@@ -127,8 +131,8 @@ nr_sched_t *nr_sched_create(const nr_model_config_t *cfg)
 {
     nr_sched_t *s = nr_calloc(1, sizeof(*s));
     s->cfg = cfg;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->ord_mu, NULL);
+    nr_lock_init(&s->mu);
+    nr_lock_init(&s->ord_mu);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -159,8 +163,8 @@ void nr_sched_destroy(nr_sched_t *s)
 {
     if (!s)
         return;
-    pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->ord_mu);
+    nr_lock_destroy(&s->mu);
+    nr_lock_destroy(&s->ord_mu);
     pthread_cond_destroy(&s->cv);
     free(s->levels);
     free(s->preferred);
@@ -179,8 +183,11 @@ static void push(nr_req_t **head, nr_req_t **tail, nr_req_t *r)
     *tail = r;
 }
 
+/* Context: mu held. */
 static void idle_remove(nr_sched_t *s, nr_sched_waiter_t *w)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&s->mu));
+    NR_DEBUG_ASSERT(w->idle && !w->borrowed);
     for (nr_sched_waiter_t **p = &s->idle; *p; p = &(*p)->next_idle)
         if (*p == w) {
             *p = w->next_idle;
@@ -205,13 +212,13 @@ nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
         li = req->priority == 0 || req->priority > s->n_levels ? s->default_level
                                                                : (size_t)req->priority - 1;
     level_t *L = &s->levels[li];
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     if (s->stopped) {
-        pthread_mutex_unlock(&s->mu);
+        nr_unlock(&s->mu);
         return nr_req_error(req, NR_UNAVAILABLE, "Server is stopping");
     }
     if (L->max_size && L->n >= L->max_size) {
-        pthread_mutex_unlock(&s->mu);
+        nr_unlock(&s->mu);
         return nr_req_error(req, NR_UNAVAILABLE, "Exceeds maximum queue size");
     }
     uint64_t now = nr_now_ns();
@@ -227,9 +234,10 @@ nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
         nr_sched_waiter_t *w = s->idle;
         idle_remove(s, w);
         w->borrowed = true;
+        NR_DEBUG_ONLY(w->borrower = pthread_self();)
         s->n_borrowed++;
         s->executing++;
-        pthread_mutex_unlock(&s->mu);
+        nr_unlock(&s->mu);
         *borrowed = w;
         return NULL;
     }
@@ -248,13 +256,14 @@ nr_status_t *nr_sched_submit(nr_sched_t *s, nr_req_t *req, bool allow_inline,
         else
             pthread_cond_signal(&s->cv);
     }
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
     return NULL;
 }
 
 void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
+    NR_DEBUG_ASSERT(w->borrowed && !w->idle && pthread_equal(w->borrower, pthread_self()));
     w->borrowed = false;
     s->n_borrowed--;
     /* its thread still sleeps in next_batch: it is idle again, unless work
@@ -264,7 +273,7 @@ void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
     s->idle = w;
     if (s->queued || s->stopped)
         pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
 }
 
 /* Moves every expired request: to its level's delayed FIFO (DELAY) or onto
@@ -272,6 +281,7 @@ void nr_sched_give_back(nr_sched_t *s, nr_sched_waiter_t *w)
  * earliest remaining deadline. */
 static void apply_timeouts(nr_sched_t *s, uint64_t now, nr_req_t **expired, nr_req_t **etail)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&s->mu));
     uint64_t next = UINT64_MAX;
     for (size_t l = 0; l < s->n_levels; l++) {
         level_t *L = &s->levels[l];
@@ -359,6 +369,7 @@ static bool scan_one(nr_sched_t *s, scan_t *sc, const nr_req_t *first, const nr_
 
 static void scan(nr_sched_t *s, scan_t *sc)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&s->mu));
     memset(sc, 0, sizeof(*sc));
     sc->oldest = UINT64_MAX;
     const nr_req_t *first = NULL;
@@ -393,9 +404,10 @@ static size_t plan(nr_sched_t *s, uint64_t now, uint64_t *until)
     return 0;
 }
 
-/* Pops the first n requests in scan order. */
+/* Pops the first n requests in scan order. Context: mu held. */
 static void take(nr_sched_t *s, nr_req_t **out, size_t n)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&s->mu) && n <= s->queued);
     size_t k = 0;
     for (size_t l = 0; l < s->n_levels && k < n; l++) {
         level_t *L = &s->levels[l];
@@ -423,22 +435,22 @@ static void take(nr_sched_t *s, nr_req_t **out, size_t n)
 nr_req_t *nr_sched_take_next(nr_sched_t *s, uint64_t deadline_ns)
 {
     nr_req_t *r = NULL;
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     if (s->inline_ok && s->queued > 0 && !s->stopped &&
         (deadline_ns == 0 || nr_now_ns() < deadline_ns))
         take(s, &r, 1);
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
     return r;
 }
 
 static void wait_until(nr_sched_t *s, uint64_t until)
 {
     if (until == UINT64_MAX) {
-        pthread_cond_wait(&s->cv, &s->mu);
+        nr_lock_wait(&s->mu, &s->cv, NULL);
         return;
     }
     struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    nr_lock_wait(&s->mu, &s->cv, &ts);
 }
 
 size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t **expired,
@@ -446,7 +458,7 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t *
 {
     nr_req_t *etail = NULL;
     *expired = NULL;
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     for (;;) {
         if (self && self->borrowed) { /* a submitting thread runs on us */
             wait_until(s, UINT64_MAX);
@@ -458,12 +470,12 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t *
         if (now >= s->next_deadline)
             apply_timeouts(s, now, expired, &etail);
         if (*expired) {
-            pthread_mutex_unlock(&s->mu);
+            nr_unlock(&s->mu);
             return 0;
         }
         if (s->queued == 0) {
             if (s->stopped) {
-                pthread_mutex_unlock(&s->mu);
+                nr_unlock(&s->mu);
                 return 0;
             }
             if (self) {
@@ -484,7 +496,7 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t *
             n = cap;
         take(s, out, n);
         bool more = s->queued > 0;
-        pthread_mutex_unlock(&s->mu);
+        nr_unlock(&s->mu);
         if (more) /* another idle instance can start on the rest */
             pthread_cond_signal(&s->cv);
         return n;
@@ -493,14 +505,15 @@ size_t nr_sched_next_batch(nr_sched_t *s, nr_req_t **out, size_t cap, nr_req_t *
 
 static void finished(nr_sched_t *s, size_t n)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     s->executing -= n;
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
 }
 
-/* Inserts r into the reorder buffer, kept sorted by arrival number. */
+/* Inserts r into the reorder buffer, kept sorted by arrival number. Context: ord_mu held. */
 static void pending_insert(nr_sched_t *s, nr_req_t *r)
 {
+    NR_DEBUG_ASSERT(nr_lock_held(&s->ord_mu));
     nr_req_t **p = &s->pending;
     while (*p && (*p)->seq < r->seq)
         p = &(*p)->next;
@@ -510,17 +523,18 @@ static void pending_insert(nr_sched_t *s, nr_req_t *r)
 
 void nr_sched_complete(nr_sched_t *s, nr_req_t **reqs, size_t n)
 {
+    NR_DEBUG_ASSERT(!nr_lock_held(&s->mu) && !nr_lock_held(&s->ord_mu));
     if (!s->ordered) {
         finished(s, n);
         for (size_t i = 0; i < n; i++)
-            reqs[i]->done(reqs[i], reqs[i]->done_arg);
+            nr_req_done(reqs[i]);
         return;
     }
-    pthread_mutex_lock(&s->ord_mu);
+    nr_lock(&s->ord_mu);
     for (size_t i = 0; i < n; i++)
         pending_insert(s, reqs[i]);
     if (s->delivering) { /* the delivering thread will pick them up */
-        pthread_mutex_unlock(&s->ord_mu);
+        nr_unlock(&s->ord_mu);
         return;
     }
     s->delivering = true;
@@ -538,49 +552,49 @@ void nr_sched_complete(nr_sched_t *s, nr_req_t **reqs, size_t n)
         *end = NULL;
         if (k == 0) {
             s->delivering = false;
-            pthread_mutex_unlock(&s->ord_mu);
+            nr_unlock(&s->ord_mu);
             return;
         }
-        pthread_mutex_unlock(&s->ord_mu);
+        nr_unlock(&s->ord_mu);
         finished(s, k);
         while (chain) {
             nr_req_t *r = chain;
             chain = r->next;
             r->next = NULL;
-            r->done(r, r->done_arg);
+            nr_req_done(r);
         }
-        pthread_mutex_lock(&s->ord_mu);
+        nr_lock(&s->ord_mu);
     }
 }
 
 void nr_sched_stop(nr_sched_t *s)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     s->stopped = true;
     pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
 }
 
 uint64_t nr_sched_inflight(nr_sched_t *s)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     uint64_t n = s->queued + s->executing;
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
     return n;
 }
 
 uint64_t nr_sched_queued(nr_sched_t *s)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     uint64_t n = s->queued;
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
     return n;
 }
 
 bool nr_sched_stopped(nr_sched_t *s)
 {
-    pthread_mutex_lock(&s->mu);
+    nr_lock(&s->mu);
     bool stopped = s->stopped;
-    pthread_mutex_unlock(&s->mu);
+    nr_unlock(&s->mu);
     return stopped;
 }

@@ -5,6 +5,7 @@
  */
 #include "../../src/common/arena.h"
 #include "../../src/common/buf.h"
+#include "../../src/common/debug.h"
 #include "../../src/common/limits.h"
 #include "../../src/common/status.h"
 #include "nr_test.h"
@@ -14,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,5 +118,43 @@ NR_TEST(error_messages_whole_or_cut_short_of_memory)
     EXPECT_EQ_INT(WEXITSTATUS(wst), 0);
 #endif
 }
+
+#ifdef NR_DEBUG
+/* The debug builds' lock ownership (common/debug.h): what the threading contract's
+ * assertions rest on. A release build compiles it away (and this test with it). */
+static void *held_elsewhere(void *arg)
+{
+    return nr_lock_held(arg) ? arg : NULL;
+}
+
+NR_TEST(debug_lock_ownership_is_asserted)
+{
+    nr_lock_t l;
+    nr_lock_init(&l);
+    EXPECT_FALSE(nr_lock_held(&l));
+    nr_lock(&l);
+    EXPECT_TRUE(nr_lock_held(&l));
+    pthread_t t;
+    void *r = &l;
+    ASSERT_EQ_INT(pthread_create(&t, NULL, held_elsewhere, &l), 0);
+    pthread_join(t, &r);
+    EXPECT_NULL(r); /* held, but not by that thread */
+    nr_unlock(&l);
+    EXPECT_FALSE(nr_lock_held(&l));
+    /* unlocking a lock the thread does not hold trips the assertion (in a child) */
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        nr_unlock(&l);
+        _exit(0);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT);
+    nr_lock_destroy(&l);
+}
+#endif
 
 NR_TEST_MAIN()
