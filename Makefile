@@ -239,6 +239,8 @@ TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests
                tests/e2e/test_shared_memory.py tests/e2e/test_grpc.py tests/e2e/test_metrics.py \
                tests/e2e/test_model_control.py
 TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
+# The core's unit tests that run instance threads, the scheduler and the repository's reaper.
+TSAN_UNIT   := test_core test_scheduler test_repository
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
 
@@ -247,7 +249,7 @@ san-build: asan-build tsan-build
 asan-build:
 	+$(ASAN_MAKE) all unit-build $(FUZZ_TARGETS:%=build/asan/fuzz/fuzz_%)
 tsan-build:
-	+$(TSAN_MAKE) all
+	+$(TSAN_MAKE) all $(TSAN_UNIT:%=build/tsan/tests/%)
 
 asan-unit: setup models
 	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
@@ -266,8 +268,10 @@ asan: asan-unit asan-e2e
 
 # E2E_TESTS: which e2e files (default: TSAN_E2E, then TSAN_PERF)
 tsan: setup models
-	+$(TSAN_MAKE) all
+	+$(TSAN_MAKE) all $(TSAN_UNIT:%=build/tsan/tests/%)
 	@rm -rf build/tsan/san-logs; mkdir -p build/tsan/san-logs
+	@for t in $(TSAN_UNIT); do $(TSAN_ENV) build/tsan/tests/$$t > build/tsan/$$t.log 2>&1 || \
+	    { cat build/tsan/$$t.log; exit 1; }; tail -n 1 build/tsan/$$t.log; done
 	$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q -n $(E2E_JOBS) \
 	    $(E2E_ARGS) $(or $(E2E_TESTS),$(TSAN_E2E))
 	$(if $(E2E_TESTS),,$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q \

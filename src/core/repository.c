@@ -381,7 +381,9 @@ static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, cons
     *out = cfg;
     guess_backend(cfg, dir, v, nv);
     autofill_backend(cfg, name);
-    *backend = cfg->backend ? nr_backend_find(cfg->backend) : NULL;
+    const nr_backend_t *(*find)(const char *) =
+        opts->find_backend ? opts->find_backend : nr_backend_find;
+    *backend = cfg->backend ? find(cfg->backend) : NULL;
     if (*backend == NULL)
         return nr_status_new(NR_INVALID_ARG, "unable to find backend '%s' for model '%s'",
                              cfg->backend ? cfg->backend : "", name);
@@ -693,204 +695,277 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     return m;
 }
 
-/* Loads model `name` (repository.h: nr_repo_load); a poll (polling) skips a
- * model that failed and has not changed since. control_mu held. */
-static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
-                               bool polling)
+/* One load of one model, carried through its phases (load_model). */
+typedef struct {
+    const char *name;
+    const nr_repo_load_params_t *p;
+    bool polling;       /* a poll: skip a model that failed and has not changed since */
+    bool override;      /* a config or files sent with the request */
+    char *dir;          /* where it loads from; moved into the entry when published */
+    char *tmpdir;       /* a directory of sent files to remove at the end (the new one, or
+                         * once published the one it replaced) */
+    int64_t stamp;      /* the directory's modification time (0: sent) */
+    int64_t *v; size_t nv; /* the versions to load, ascending (after the version policy) */
+    gen_t *g;           /* the new generation: config and its rendering */
+    const nr_backend_t *backend;
+    pending_t *pv;      /* [nv] */
+    bool failed;        /* a version failed to load: nothing is published */
+    char *error;        /* the failed versions' reasons, in Triton's text */
+    nr_model_t **retired; size_t n_retired; /* what publishing took out of service */
+} load_t;
+
+/* Phase 1, resolve: the directory to load from: the files sent with the request, written to
+ * a new temporary directory, or the model's directory in the repositories. */
+static nr_status_t *load_resolve(nr_repo_t *repo, load_t *L)
 {
-    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
-    bool override = p != NULL && (p->config != NULL || p->n_files > 0);
-    char *dup = NULL, *tmpdir = NULL, *dir = NULL;
-    nr_status_t *st = NULL;
+    const nr_repo_load_params_t *p = L->p;
     if (p != NULL && p->n_files > 0) {
         if (p->config == NULL)
             return nr_status_new(NR_INVALID_ARG,
                                  "failed to load '%s', the model configuration must be given "
                                  "('config' parameter) with its files",
-                                 name);
-        st = write_files(p, &tmpdir);
-        if (st) {
-            drop_tmpdir(tmpdir);
+                                 L->name);
+        nr_status_t *st = write_files(p, &L->tmpdir);
+        if (st)
             return st;
-        }
-        dir = nr_strdup(tmpdir);
+        L->dir = nr_strdup(L->tmpdir);
     } else {
-        dir = find_dir(repo, name, &dup);
+        char *dup = NULL;
+        L->dir = find_dir(repo, L->name, &dup);
+        if (L->dir == NULL) {
+            NR_LOG_ERROR("failed to poll model '%s': %s", L->name,
+                         dup ? "not unique across all model repositories"
+                             : "model not found in any model repository.");
+            free(dup);
+            return nr_status_new(NR_INTERNAL,
+                                 "failed to load '%s', failed to poll from model repository",
+                                 L->name);
+        }
     }
-    if (dir == NULL) {
-        NR_LOG_ERROR("failed to poll model '%s': %s", name,
-                     dup ? "not unique across all model repositories"
-                         : "model not found in any model repository.");
-        free(dup);
-        return nr_status_new(NR_INTERNAL,
-                             "failed to load '%s', failed to poll from model repository", name);
-    }
-    int64_t stamp = override ? 0 : stamp_of(dir, 0);
+    L->stamp = L->override ? 0 : stamp_of(L->dir, 0);
+    return NULL;
+}
+
+/* Phase 2, the unchanged check: the serving versions came from this very directory as it is
+ * now (or, polling, it failed as it is: logged once, tried again when it changes). */
+static bool load_unchanged(nr_repo_t *repo, const load_t *L)
+{
     pthread_rwlock_rdlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, strlen(name), NULL);
-    bool unchanged = serving(e) && !override && e->stamp == stamp && e->tmpdir == NULL &&
-                     !strcmp(e->dir, dir);
-    if (polling && e != NULL && e->failed_stamp == stamp)
-        unchanged = true; /* failed as it is: logged once, tried again when it changes */
+    entry_t *e = find_entry(repo, L->name, strlen(L->name), NULL);
+    bool unchanged = serving(e) && !L->override && e->stamp == L->stamp &&
+                     e->tmpdir == NULL && !strcmp(e->dir, L->dir);
+    if (L->polling && e != NULL && e->failed_stamp == L->stamp)
+        unchanged = true;
     pthread_rwlock_unlock(&repo->lock);
-    if (unchanged) {
-        free(dir);
+    return unchanged;
+}
+
+/* Phase 3, prepare: the versions on disk, the config (read, completed, validated) and the
+ * version policy. A failure, or no version to load, is recorded on the entry (its serving
+ * versions stay) and returned. */
+static nr_status_t *load_prepare(nr_repo_t *repo, load_t *L)
+{
+    L->nv = list_versions(L->dir, &L->v);
+    L->g = nr_calloc(1, sizeof(*L->g));
+    L->g->repo = repo;
+    atomic_init(&L->g->refs, 1);
+    nr_status_t *st =
+        prepare_config(repo, L->name, L->dir, L->p, L->v, L->nv, &L->g->cfg, &L->backend);
+    if (st != NULL)
+        return config_failed(repo, L->name, L->stamp, st);
+    L->g->json = nr_cfg_to_json(L->g->cfg, NULL);
+    L->nv = apply_policy(L->g->cfg, L->v, L->nv);
+    if (L->nv > 0)
         return NULL;
-    }
-    int64_t *v;
-    size_t nv = list_versions(dir, &v);
-    gen_t *g = nr_calloc(1, sizeof(*g));
-    g->repo = repo;
-    atomic_init(&g->refs, 1);
-    const nr_backend_t *backend = NULL;
-    st = prepare_config(repo, name, dir, p, v, nv, &g->cfg, &backend);
-    if (st == NULL) {
-        g->json = nr_cfg_to_json(g->cfg, NULL);
-        nv = apply_policy(g->cfg, v, nv);
-    }
-    if (st != NULL || nv == 0) { /* nothing to load: the serving versions stay */
-        free(v);
-        free(dir);
-        gen_release(g);
-        drop_tmpdir(tmpdir);
-        if (st != NULL)
-            return config_failed(repo, name, stamp, st);
-        nr_status_free(config_failed(repo, name, stamp,
-                                     nr_status_new(NR_INVALID_ARG, NO_VERSION_TEXT, name)));
-        return nr_status_new(NR_INVALID_ARG, "load failed for model '%s': " NO_VERSION_TEXT "\n",
-                             name, name);
-    }
-    /* the records: a serving version with the same config and files stays as
-     * it is; the others load beside it (or in its place when it does not serve) */
-    pending_t *pv = nr_calloc(nv, sizeof(*pv));
-    for (size_t i = 0; i < nv; i++) { /* file system walks: before the lock */
-        char *vdir = nr_asprintf("%s/%" PRId64, dir, v[i]);
-        pv[i].stamp = stamp_of(vdir, 0);
+    nr_status_free(config_failed(repo, L->name, L->stamp,
+                                 nr_status_new(NR_INVALID_ARG, NO_VERSION_TEXT, L->name)));
+    return nr_status_new(NR_INVALID_ARG, "load failed for model '%s': " NO_VERSION_TEXT "\n",
+                         L->name, L->name);
+}
+
+/* Phase 4, stage: a record per version; a serving version with the same config and files
+ * stays as it is (reused), the others get a new model to load beside it (or in its place
+ * when it does not serve, shown LOADING). */
+static void load_stage(nr_repo_t *repo, load_t *L)
+{
+    L->pv = nr_calloc(L->nv, sizeof(*L->pv));
+    for (size_t i = 0; i < L->nv; i++) { /* file system walks: before the lock */
+        char *vdir = nr_asprintf("%s/%" PRId64, L->dir, L->v[i]);
+        L->pv[i].stamp = stamp_of(vdir, 0);
         free(vdir);
     }
     pthread_rwlock_wrlock(&repo->lock);
-    e = entry_for(repo, name);
-    bool same_cfg = e->cfg_json != NULL && !strcmp(e->cfg_json, g->json) && !override &&
-                    e->tmpdir == NULL && e->dir != NULL && !strcmp(e->dir, dir);
-    for (size_t i = 0; i < nv; i++) {
-        ver_t *r = ver_for(e, v[i]);
-        pv[i].reused = same_cfg && r->model != NULL && r->stamp == pv[i].stamp;
-        if (pv[i].reused)
+    entry_t *e = entry_for(repo, L->name);
+    bool same_cfg = e->cfg_json != NULL && !strcmp(e->cfg_json, L->g->json) && !L->override &&
+                    e->tmpdir == NULL && e->dir != NULL && !strcmp(e->dir, L->dir);
+    for (size_t i = 0; i < L->nv; i++) {
+        ver_t *r = ver_for(e, L->v[i]);
+        L->pv[i].reused = same_cfg && r->model != NULL && r->stamp == L->pv[i].stamp;
+        if (L->pv[i].reused)
             continue;
-        pv[i].m = new_model(repo, g, backend, v[i]);
+        L->pv[i].m = new_model(repo, L->g, L->backend, L->v[i]);
         if (r->model == NULL)
             set_state(r, NR_MODEL_LOADING, NULL);
     }
+    /* room for every version the publish may retire (e only grows under control_mu) */
+    L->retired = nr_calloc(L->nv + e->n + 1, sizeof(*L->retired));
     pthread_rwlock_unlock(&repo->lock);
-    /* load, without the lock: the serving versions keep serving */
-    bool failed = false;
-    for (size_t i = 0; i < nv; i++) {
-        if (pv[i].reused)
+}
+
+/* Phase 5, load: each new version, without any lock (the serving versions keep serving). */
+static void load_unlocked(nr_repo_t *repo, load_t *L)
+{
+    for (size_t i = 0; i < L->nv; i++) {
+        if (L->pv[i].reused)
             continue;
-        nr_model_t *m = pv[i].m;
-        NR_LOG_INFO("loading: %s:%" PRId64, name, v[i]);
+        nr_model_t *m = L->pv[i].m;
+        NR_LOG_INFO("loading: %s:%" PRId64, L->name, L->v[i]);
         uint64_t t_load = nr_now_ns();
-        char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[i], g->cfg->default_model_filename);
-        st = nr_model_load(m, dir, mp, repo->opts.cpu_count);
+        char *mp = nr_asprintf("%s/%" PRId64 "/%s", L->dir, L->v[i],
+                               L->g->cfg->default_model_filename);
+        nr_status_t *st = nr_model_load(m, L->dir, mp, repo->opts.cpu_count);
         free(mp);
         if (st) {
             m->reason = status_reason(st);
             m->state = NR_MODEL_UNAVAILABLE;
-            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", name, v[i], m->reason);
-            failed = true;
+            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", L->name, L->v[i],
+                         m->reason);
+            L->failed = true;
         } else {
             /* Triton logs no duration; the guide's slow start-ups (OpenVINO compiling,
              * TensorRT engines, warmup) are worth seeing at the default level */
             NR_LOG_INFO("'%s' version %" PRId64 " loaded in %.1f ms (session, instances and "
-                        "warmup)", name, v[i], (double)(nr_now_ns() - t_load) / 1e6);
+                        "warmup)", L->name, L->v[i], (double)(nr_now_ns() - t_load) / 1e6);
             m->state = NR_MODEL_READY;
             if (repo->obs_cap)
                 nr_stats_enable_obs(&m->stats, repo->obs_cap);
         }
     }
-    /* publish: all or nothing */
-    nr_model_t **retired = nr_calloc(nv + e->n + 1, sizeof(*retired));
-    size_t n_retired = 0;
-    char *error = NULL;
-    pthread_rwlock_wrlock(&repo->lock);
-    e = entry_for(repo, name);
-    e->failed_stamp = failed ? stamp : INT64_MIN;
-    if (failed) {
-        for (size_t i = 0; i < nv; i++) {
-            nr_model_t *m = pv[i].m;
-            if (m == NULL)
-                continue;
-            ver_t *r = find_ver(e, v[i]);
-            if (m->state != NR_MODEL_READY) {
-                char *part = nr_asprintf("%sversion %" PRId64 " is at UNAVAILABLE state: %s;",
-                                         error ? error : "", v[i], m->reason);
-                free(error);
-                error = part;
-            }
-            if (r->model == NULL) /* nothing serves it: the failure shows */
-                set_state(r, NR_MODEL_UNAVAILABLE,
-                          m->state == NR_MODEL_READY ? NR_REASON_UNLOADED : m->reason);
+}
+
+/* Phase 6a, a failed load publishes nothing: the failures show on the versions nothing
+ * serves, and are gathered into the error. Write lock held. */
+static void publish_failure(entry_t *e, load_t *L)
+{
+    for (size_t i = 0; i < L->nv; i++) {
+        nr_model_t *m = L->pv[i].m;
+        if (m == NULL)
+            continue;
+        ver_t *r = find_ver(e, L->v[i]);
+        if (m->state != NR_MODEL_READY) {
+            char *part = nr_asprintf("%sversion %" PRId64 " is at UNAVAILABLE state: %s;",
+                                     L->error ? L->error : "", L->v[i], m->reason);
+            free(L->error);
+            L->error = part;
         }
-    } else {
-        for (size_t k = 0; k < e->n; k++) { /* versions the new set drops */
-            bool kept = false;
-            for (size_t i = 0; i < nv && !kept; i++)
-                kept = e->v[k].version == v[i];
-            if (!kept && e->v[k].model != NULL)
-                retired[n_retired++] = retire(&e->v[k]);
-        }
-        for (size_t i = 0; i < nv; i++) {
-            if (pv[i].reused)
-                continue;
-            ver_t *r = find_ver(e, v[i]);
-            if (r->model != NULL)
-                retired[n_retired++] = r->model;
-            r->model = pv[i].m;
-            r->stamp = pv[i].stamp;
-            set_state(r, NR_MODEL_READY, NULL);
-            pv[i].m = NULL; /* published */
-        }
-        free(e->reason);
-        e->reason = NULL;
-        e->stamp = stamp;
-        free(e->cfg_json);
-        e->cfg_json = nr_strdup(g->json);
-        char *old_tmp = e->tmpdir;
-        free(e->dir);
-        e->dir = dir;
-        dir = NULL;
-        e->tmpdir = tmpdir;
-        tmpdir = old_tmp; /* the previous one goes once its versions are unloaded */
+        if (r->model == NULL) /* nothing serves it: the failure shows */
+            set_state(r, NR_MODEL_UNAVAILABLE,
+                      m->state == NR_MODEL_READY ? NR_REASON_UNLOADED : m->reason);
     }
+}
+
+/* Phase 6b, every version loaded: the new set replaces the serving one at once; versions it
+ * drops and versions it replaces are retired. Write lock held. */
+static void publish_success(entry_t *e, load_t *L)
+{
+    for (size_t k = 0; k < e->n; k++) { /* versions the new set drops */
+        bool kept = false;
+        for (size_t i = 0; i < L->nv && !kept; i++)
+            kept = e->v[k].version == L->v[i];
+        if (!kept && e->v[k].model != NULL)
+            L->retired[L->n_retired++] = retire(&e->v[k]);
+    }
+    for (size_t i = 0; i < L->nv; i++) {
+        if (L->pv[i].reused)
+            continue;
+        ver_t *r = find_ver(e, L->v[i]);
+        if (r->model != NULL)
+            L->retired[L->n_retired++] = r->model;
+        r->model = L->pv[i].m;
+        r->stamp = L->pv[i].stamp;
+        set_state(r, NR_MODEL_READY, NULL);
+        L->pv[i].m = NULL; /* published */
+    }
+    free(e->reason);
+    e->reason = NULL;
+    e->stamp = L->stamp;
+    free(e->cfg_json);
+    e->cfg_json = nr_strdup(L->g->json);
+    char *old_tmp = e->tmpdir;
+    free(e->dir);
+    e->dir = L->dir;
+    L->dir = NULL;
+    e->tmpdir = L->tmpdir;
+    L->tmpdir = old_tmp; /* the previous one goes once its versions are unloaded */
+}
+
+/* Phase 6, publish: all or nothing, under the write lock. */
+static void load_publish(nr_repo_t *repo, load_t *L)
+{
+    pthread_rwlock_wrlock(&repo->lock);
+    entry_t *e = entry_for(repo, L->name);
+    e->failed_stamp = L->failed ? L->stamp : INT64_MIN;
+    if (L->failed)
+        publish_failure(e, L);
+    else
+        publish_success(e, L);
     pthread_rwlock_unlock(&repo->lock);
-    if (!failed) {
+    if (!L->failed) {
         pthread_mutex_lock(&repo->reap_mu);
-        for (size_t i = 0; i < nv; i++)
-            repo->outstanding += !pv[i].reused;
+        for (size_t i = 0; i < L->nv; i++)
+            repo->outstanding += !L->pv[i].reused;
         pthread_mutex_unlock(&repo->reap_mu);
     }
-    for (size_t i = 0; i < nv; i++) /* what was not published */
-        if (pv[i].m != NULL)
-            free_model(pv[i].m);
-    for (size_t i = 0; i < n_retired; i++)
-        nr_model_release(retired[i]);
-    free(retired);
-    free(pv);
-    free(v);
-    free(dir);
+}
+
+/* Phase 7, clean up, whichever phase the load ended in: what was not published is freed,
+ * what was retired released (the reaper unloads it once its requests are done), the
+ * temporary directory left over removed; returns st, or the failed versions' error. */
+static nr_status_t *load_clean_up(load_t *L, nr_status_t *st)
+{
+    for (size_t i = 0; L->pv != NULL && i < L->nv; i++) /* what was not published */
+        if (L->pv[i].m != NULL)
+            free_model(L->pv[i].m);
+    for (size_t i = 0; i < L->n_retired; i++)
+        nr_model_release(L->retired[i]);
+    free(L->retired);
+    free(L->pv);
+    free(L->v);
+    free(L->dir);
     /* the old versions read their files while loading only (the backend
      * holds what it needs), so the old temporary directory can go */
-    drop_tmpdir(tmpdir);
-    gen_release(g);
-    if (failed) {
-        NR_LOG_INFO("failed to load '%s'", name);
-        st = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", name,
-                           error ? error : "");
-        free(error);
-        return st;
+    drop_tmpdir(L->tmpdir);
+    gen_release(L->g);
+    if (L->failed) {
+        NR_LOG_INFO("failed to load '%s'", L->name);
+        st = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->name,
+                           L->error ? L->error : "");
+    } else if (L->pv != NULL) {
+        NR_LOG_INFO("successfully loaded '%s'", L->name);
     }
-    NR_LOG_INFO("successfully loaded '%s'", name);
-    return NULL;
+    free(L->error);
+    return st;
+}
+
+/* Loads model `name` (repository.h: nr_repo_load) in seven phases, as SQLite splits a
+ * commit into its phases: resolve, the unchanged check, prepare, stage, load without the
+ * lock, publish all or nothing, clean up. Context: control_mu held; blocks on the backends. */
+static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
+                               bool polling)
+{
+    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
+    load_t L = {.name = name, .p = p, .polling = polling,
+                .override = p != NULL && (p->config != NULL || p->n_files > 0)};
+    nr_status_t *st = load_resolve(repo, &L);
+    if (st == NULL && !load_unchanged(repo, &L)) {
+        st = load_prepare(repo, &L);
+        if (st == NULL) {
+            load_stage(repo, &L);
+            load_unlocked(repo, &L);
+            load_publish(repo, &L);
+        }
+    }
+    return load_clean_up(&L, st);
 }
 
 /* Unloads every serving version of `name`. control_mu held. */
