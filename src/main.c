@@ -4,6 +4,7 @@
  */
 #include "backends/backend.h"
 #include "common/alloc.h"
+#include "common/cli.h"
 #include "common/cpus.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -23,6 +24,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,373 +58,316 @@ typedef struct {
     int log_verbose;
 } opts_t;
 
-static const char usage_text[] =
-    "Usage: nereid [options]\n"
-    "  --model-repository=<path>        Model repository (repeatable; alias --model-store)\n"
-    "  --http-port=<int>                HTTP port (default 8000)\n"
-    "  --http-address=<addr>            HTTP bind address (default 0.0.0.0)\n"
-    "  --http-thread-count=<int>        HTTP threads (default: one per CPU, at most 8)\n"
-    "  --http-max-input-size=<int>      Largest request body in bytes (default 67108864)\n"
-    "  --http-max-connections=<int>     Open HTTP connections; more get 503 (default: what\n"
-    "                                   the fd limit allows, at most 65536; 0: no limit)\n"
-    "  --http-idle-timeout-secs=<int>   Close connections silent this long (default 300; 0: never)\n"
-    "  --http-request-timeout-secs=<int>\n"
-    "                                   Close a connection whose request body is not all in\n"
-    "                                   this long after its header (default 300; 0: never)\n"
-    "  --http-body-memory-limit=<int>   Request body bytes held at once; past it 503 (default:\n"
-    "                                   a quarter of the machine's memory)\n"
-    "  --allow-http=<bool>              Serve HTTP (default true)\n"
-    "  --grpc-port=<int>                gRPC port (default 8001)\n"
-    "  --grpc-address=<addr>            gRPC bind address (default 0.0.0.0)\n"
-    "  --allow-grpc=<bool>              Serve gRPC (default true)\n"
-    "  --reuse-grpc-port=<bool>         Let other processes bind the gRPC port (default false)\n"
-    "  --grpc-infer-allocation-pool-size=<int>\n"
-    "                                   ModelInfer calls accepted ahead of clients (default 8)\n"
-    "  --grpc-infer-thread-count=<int>  gRPC threads, each serving its own calls (default 1)\n"
-    "  --grpc-infer-response-compression-level=none|low|medium|high\n"
-    "                                   Compression of ModelInfer responses (default none)\n"
-    "  --grpc-use-ssl=<bool> --grpc-use-ssl-mutual=<bool>\n"
-    "  --grpc-server-cert=<pem> --grpc-server-key=<pem> --grpc-root-cert=<pem>\n"
-    "                                   TLS for gRPC (mutual: clients need a certificate)\n"
-    "  --grpc-keepalive-time=<ms> --grpc-keepalive-timeout=<ms>\n"
-    "  --grpc-keepalive-permit-without-calls=<bool> --grpc-http2-max-pings-without-data=<int>\n"
-    "  --grpc-http2-min-recv-ping-interval-without-data=<ms> --grpc-http2-max-ping-strikes=<int>\n"
-    "  --grpc-max-connection-age=<ms> --grpc-max-connection-age-grace=<ms>\n"
-    "                                   gRPC keepalive and HTTP/2 settings (Triton's defaults)\n"
-    "  --grpc-header-forward-pattern=<re>\n"
-    "                                   Accepted: forwarded headers would become request\n"
-    "                                   parameters, which no nereid backend reads\n"
-    "  --disable-auto-complete-config   Require complete config.pbtxt files\n"
-    "  --strict-model-config=<bool>     Deprecated: use --disable-auto-complete-config\n"
-    "  --model-config-name=<name>       Use <model>/configs/<name>.pbtxt when present\n"
-    "  --exit-on-error=<bool>           Exit if any model fails to load (default true)\n"
-    "  --strict-readiness=<bool>        Ready only when every model is ready (default true)\n"
-    "  --exit-timeout-secs=<int>        Seconds to wait for in-flight requests at exit (default 30)\n"
-    "  --model-control-mode=none|poll|explicit\n"
-    "                                   none: load every model at start, fixed after;\n"
-    "                                   poll: follow the repository's changes; explicit:\n"
-    "                                   load/unload through the repository API (default none)\n"
-    "  --repository-poll-secs=<int>     Seconds between polls in poll mode (default 15)\n"
-    "  --load-model=<name>              Explicit mode: load at start (repeatable; * alone: all)\n"
-    "  --id=<string>                    Server identifier (default triton)\n"
-    "  --inline-execution=<bool>        nereid: run a request on its HTTP/gRPC thread when an\n"
-    "                                   instance is idle, nothing is queued and the model is\n"
-    "                                   quick (default true)\n"
-    "  --log-verbose=<int>              Verbose log level (default 0)\n"
-    "  --log-info=<bool> --log-warning=<bool> --log-error=<bool>\n"
-    "  --log-format=default|ISO8601     Log line format\n"
-    "  --log-file=<path>                Write the log to a file\n"
-    "  --allow-metrics=<bool>           Serve Prometheus metrics (default true)\n"
-    "  --allow-cpu-metrics=<bool>       CPU utilization and memory metrics (default true)\n"
-    "  --allow-gpu-metrics=<bool>       Accepted; no GPU metrics without GPUs (default true)\n"
-    "  --metrics-port=<int>             Metrics port (default 8002)\n"
-    "  --metrics-address=<addr>         Metrics bind address (default: the HTTP address)\n"
-    "  --metrics-interval-ms=<int>      How often CPU metrics are polled (default 2000)\n"
-    "  --metrics-config <setting>=<value>\n"
-    "                                   summary_latencies=true, summary_quantiles=<q>:<e>,...,\n"
-    "                                   counter_latencies=false (repeatable)\n"
-    "  --host-policy=<name>,<setting>=<value>\n"
-    "                                   Settings numa-node=<id>, cpu-cores=<list> (0-3,8-11) for\n"
-    "                                   the instances of that policy (instance_group host_policy;\n"
-    "                                   default names cpu, gpu_<id>, model); repeatable\n"
-    "  --backend-directory=<dir>        Use <dir>/onnxruntime/libonnxruntime.so when there, e.g.\n"
-    "                                   the onnxruntime-gpu build (default: the one make setup\n"
-    "                                   installed; docs/optimization.md)\n"
-    "  --help                           This text\n";
+/* ---- the flags: one table (common/cli.h) gives the parser, the known flags and --help ---- */
+
+#define OPT(field) offsetof(opts_t, field)
+
+static const nr_cli_opt_t *flags(size_t *n);
+
+static void usage_print(FILE *f)
+{
+    size_t n;
+    const nr_cli_opt_t *t = flags(&n);
+    fputs("Usage: nereid [options]\n", f);
+    nr_cli_usage(f, t, n);
+}
 
 static void usage_exit(int code)
 {
-    fputs(usage_text, code == 0 ? stdout : stderr);
+    usage_print(code == 0 ? stdout : stderr);
     exit(code);
 }
 
-static bool parse_bool(const char *v, bool *out)
+/* Triton's answer to a flag it cannot use: the usage text, then what is wrong (exit 2). */
+static void bad_option(const char *flag, const char *what)
 {
-    static const char *const yes[] = {"true", "on", "1", "True", "TRUE", "ON"};
-    static const char *const no[] = {"false", "off", "0", "False", "FALSE", "OFF"};
-    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-        if (!strcmp(v, yes[i]))
-            return *out = true, true;
-    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-        if (!strcmp(v, no[i]))
-            return *out = false, true;
-    return false;
-}
-
-static bool parse_int(const char *v, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return false;
-    *out = x;
-    return true;
+    usage_print(stderr);
+    fprintf(stderr, "Bad option: \"--%s\".\n%s\n", flag, what);
+    exit(2);
 }
 
 static void bad_value(const char *flag, const char *v)
 {
-    fprintf(stderr, "%sBad option: \"--%s\".\nInvalid option value. Got %s\n", usage_text, flag, v);
+    char *what = nr_asprintf("Invalid option value. Got %s", v);
+    bad_option(flag, what);
+}
+
+static void set_help(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    usage_exit(0);
+}
+
+static void set_no_autocomplete(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    ((opts_t *)o)->autocomplete = false;
+}
+
+static void add_repository(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    opts_t *op = o;
+    op->repos = nr_realloc(op->repos, (op->n_repos + 1) * sizeof(char *));
+    op->repos[op->n_repos++] = v;
+}
+
+static void add_load_model(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    opts_t *op = o;
+    op->load_models = nr_realloc(op->load_models, (op->n_load_models + 1) * sizeof(char *));
+    op->load_models[op->n_load_models++] = v;
+}
+
+static void set_strict_model_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    bool b;
+    if (!nr_cli_bool(v, &b))
+        bad_value(f->name, v);
+    fprintf(stderr, "Warning: '--strict-model-config' has been deprecated! Please use "
+                    "'--disable-auto-complete-config' instead.\n");
+    ((opts_t *)o)->autocomplete = !b;
+}
+
+static void set_compression(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    static const char *const levels[] = {"none", "low", "medium", "high"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strcasecmp(v, levels[i])) {
+            ((opts_t *)o)->grpc.compression = (nr_grpc_compression_t)i;
+            return;
+        }
+    bad_option(f->name, "invalid argument for --grpc_infer_response_compression_level");
+}
+
+/* Accepted so that Triton command lines are understood, and ignored: forwarded headers
+ * would become request parameters, which no nereid backend reads. */
+static void ignore(void *o, const nr_cli_opt_t *f, const char *v)
+{
+}
+
+static void ignore_with_warning(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    NR_LOG_WARN("--%s is accepted for compatibility and ignored", f->name);
+}
+
+static void set_control_mode(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    if (strcmp(v, "none") && strcmp(v, "poll") && strcmp(v, "explicit"))
+        bad_value(f->name, v);
+    ((opts_t *)o)->control_mode = v;
+}
+
+static void set_log_format(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    if (strcmp(v, "default") && strcmp(v, "ISO8601"))
+        bad_value(f->name, v);
+    nr_log_settings.iso8601 = !strcmp(v, "ISO8601");
+}
+
+static void set_metrics_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_status_t *st = nr_metrics_config_set(&((opts_t *)o)->metrics, v);
+    if (st) {
+        char *what = nr_asprintf("%s\n", st->msg);
+        nr_status_free(st);
+        bad_option(f->name, what);
+    }
+}
+
+static void set_backend_directory(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_backend_set_directory(v);
+}
+
+static void add_host_policy(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    bool usage = false;
+    nr_status_t *st = nr_host_policy_add(v, &usage);
+    if (st == NULL)
+        return;
+    if (usage) { /* Triton's option error: the usage text, then what is wrong */
+        usage_print(stderr);
+        fprintf(stderr, "\nBad option: \"--%s\".\n%s\n\n", f->name, st->msg);
+    } else if (st->code == NR_UNSUPPORTED) {
+        fprintf(stderr, "Failed to build Triton option:\nerror: setting host policy: %s - %s\n",
+                nr_status_code_name(st->code), st->msg);
+    } else { /* nereid checks the values at start (Triton: when an instance is created) */
+        fprintf(stderr, "error: creating server: %s - %s\n", nr_status_code_name(st->code),
+                st->msg);
+    }
+    nr_status_free(st);
+    exit(1);
+}
+
+static void not_implemented(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    fprintf(stderr, "error: --%s is not implemented yet\n", f->name);
     exit(2);
 }
 
-static const char *const known_flags[] = {
-    "model-repository", "model-store", "http-port", "http-address", "http-thread-count",
-    "http-max-input-size", "http-max-connections", "http-idle-timeout-secs",
-    "http-request-timeout-secs", "http-body-memory-limit", "allow-http",
-    "disable-auto-complete-config", "strict-model-config",
-    "model-config-name", "exit-on-error", "strict-readiness", "exit-timeout-secs",
-    "model-control-mode", "id", "log-verbose", "log-info", "log-warning", "log-error",
-    "log-format", "log-file", "allow-grpc", "allow-metrics", "allow-gpu-metrics",
-    "allow-cpu-metrics", "grpc-port", "metrics-port", "grpc-address", "metrics-address",
-    "metrics-interval-ms", "metrics-config",
-    "backend-directory", "repository-poll-secs", "cache-directory", "host-policy", "load-model",
-    "inline-execution", "help", "reuse-grpc-port", "grpc-header-forward-pattern",
-    "grpc-infer-allocation-pool-size", "grpc-infer-thread-count", "grpc-use-ssl",
-    "grpc-use-ssl-mutual", "grpc-server-cert", "grpc-server-key", "grpc-root-cert",
-    "grpc-infer-response-compression-level",
-    "grpc-keepalive-time", "grpc-keepalive-timeout", "grpc-keepalive-permit-without-calls",
-    "grpc-http2-max-pings-without-data", "grpc-http2-min-recv-ping-interval-without-data",
-    "grpc-http2-max-ping-strikes", "grpc-max-connection-age", "grpc-max-connection-age-grace",
-    "grpc-restricted-protocol",
+#define INT(name, field, lo, hi, arg, help) {name, NR_CLI_INT, OPT(field), lo, hi, NULL, arg, help}
+#define U64(name, field, lo, hi, arg, help) {name, NR_CLI_U64, OPT(field), lo, hi, NULL, arg, help}
+#define BOOL(name, field, arg, help) {name, NR_CLI_BOOL, OPT(field), 0, 0, NULL, arg, help}
+#define STR(name, field, arg, help) {name, NR_CLI_STR, OPT(field), 0, 0, NULL, arg, help}
+#define FN(name, fn, arg, help) {name, NR_CLI_FN, 0, 0, 0, fn, arg, help}
+#define FLAG(name, fn, help) {name, NR_CLI_FLAG, 0, 0, 0, fn, NULL, help}
+
+static const nr_cli_opt_t flag_table[] = {
+    FN("model-repository", add_repository, "=<path>", "Model repository (repeatable)"),
+    FN("model-store", add_repository, "=<path>", "The same as --model-repository"),
+    INT("http-port", http_port, 0, 65535, "=<int>", "HTTP port (default 8000)"),
+    STR("http-address", http_address, "=<addr>", "HTTP bind address (default 0.0.0.0)"),
+    INT("http-thread-count", http_threads, 1, 1024, "=<int>",
+        "HTTP threads (default: one per CPU, at most 8)"),
+    U64("http-max-input-size", http_max_input, 1, 1ll << 40, "=<int>",
+        "Largest request body in bytes (default 67108864)"),
+    INT("http-max-connections", http_max_conns, 0, 1 << 24, "=<int>",
+        "Open HTTP connections; more get 503 (default: what\n"
+        "the fd limit allows, at most 65536; 0: no limit)"),
+    INT("http-idle-timeout-secs", http_idle_timeout, 0, 1 << 30, "=<int>",
+        "Close connections silent this long (default 300;\n0: never)"),
+    INT("http-request-timeout-secs", http_request_timeout, 0, 1 << 30, "=<int>",
+        "Close a connection whose request body is not all in\n"
+        "this long after its header (default 300; 0: never)"),
+    U64("http-body-memory-limit", http_body_memory, 1, 1ll << 50, "=<int>",
+        "Request body bytes held at once; past it 503 (default:\n"
+        "a quarter of the machine's memory)"),
+    BOOL("allow-http", allow_http, "=<bool>", "Serve HTTP (default true)"),
+    INT("grpc-port", grpc.port, 0, 65535, "=<int>", "gRPC port (default 8001)"),
+    STR("grpc-address", grpc.address, "=<addr>", "gRPC bind address (default 0.0.0.0)"),
+    BOOL("allow-grpc", allow_grpc, "=<bool>", "Serve gRPC (default true)"),
+    BOOL("reuse-grpc-port", grpc.reuse_port, "=<bool>",
+         "Let other processes bind the gRPC port (default false)"),
+    INT("grpc-infer-allocation-pool-size", grpc.infer_pool, 1, 1 << 16, "=<int>",
+        "ModelInfer calls accepted ahead of clients (default 8)"),
+    INT("grpc-infer-thread-count", grpc.threads, 1, 256, "=<int>",
+        "gRPC threads, each serving its own calls (default 1)"),
+    FN("grpc-infer-response-compression-level", set_compression, "=none|low|medium|high",
+       "Compression of ModelInfer responses (default none)"),
+    BOOL("grpc-use-ssl", grpc.use_ssl, "=<bool>", "TLS for gRPC"),
+    BOOL("grpc-use-ssl-mutual", grpc.use_ssl_mutual, "=<bool>",
+         "TLS for gRPC, clients need a certificate too"),
+    STR("grpc-server-cert", grpc.server_cert, "=<pem>", "The server's certificate (TLS)"),
+    STR("grpc-server-key", grpc.server_key, "=<pem>", "The server's key (TLS)"),
+    STR("grpc-root-cert", grpc.root_cert, "=<pem>", "The clients' root certificate (mutual TLS)"),
+    INT("grpc-keepalive-time", grpc.keepalive_time_ms, 0, INT_MAX, "=<ms>",
+        "gRPC keepalive and HTTP/2 settings (Triton's defaults)"),
+    INT("grpc-keepalive-timeout", grpc.keepalive_timeout_ms, 0, INT_MAX, "=<ms>", ""),
+    BOOL("grpc-keepalive-permit-without-calls", grpc.keepalive_permit_without_calls, "=<bool>",
+         ""),
+    INT("grpc-http2-max-pings-without-data", grpc.http2_max_pings_without_data, 0, INT_MAX,
+        "=<int>", ""),
+    INT("grpc-http2-min-recv-ping-interval-without-data", grpc.http2_min_recv_ping_interval_ms,
+        0, INT_MAX, "=<ms>", ""),
+    INT("grpc-http2-max-ping-strikes", grpc.http2_max_ping_strikes, 0, INT_MAX, "=<int>", ""),
+    INT("grpc-max-connection-age", grpc.max_connection_age_ms, 0, INT_MAX, "=<ms>", ""),
+    INT("grpc-max-connection-age-grace", grpc.max_connection_age_grace_ms, 0, INT_MAX, "=<ms>",
+        ""),
+    FN("grpc-header-forward-pattern", ignore, "=<re>",
+       "Accepted: forwarded headers would become request\n"
+       "parameters, which no nereid backend reads"),
+    FN("grpc-restricted-protocol", not_implemented, "=<protocols>:<key>=<value>",
+       "Not implemented yet: refused"),
+    FLAG("disable-auto-complete-config", set_no_autocomplete,
+         "Require complete config.pbtxt files"),
+    FN("strict-model-config", set_strict_model_config, "=<bool>",
+       "Deprecated: use --disable-auto-complete-config"),
+    STR("model-config-name", model_config_name, "=<name>",
+        "Use <model>/configs/<name>.pbtxt when present"),
+    BOOL("exit-on-error", exit_on_error, "=<bool>",
+         "Exit if any model fails to load (default true)"),
+    BOOL("strict-readiness", strict_readiness, "=<bool>",
+         "Ready only when every model is ready (default true)"),
+    INT("exit-timeout-secs", exit_timeout_secs, 0, 1 << 30, "=<int>",
+        "Seconds to wait for in-flight requests at exit\n(default 30)"),
+    FN("model-control-mode", set_control_mode, "=none|poll|explicit",
+       "none: load every model at start, fixed after;\n"
+       "poll: follow the repository's changes; explicit:\n"
+       "load/unload through the repository API (default none)"),
+    INT("repository-poll-secs", poll_secs, 0, INT_MAX, "=<int>",
+        "Seconds between polls in poll mode (default 15)"),
+    FN("load-model", add_load_model, "=<name>",
+       "Explicit mode: load at start (repeatable; * alone: all)"),
+    STR("id", id, "=<string>", "Server identifier (default triton)"),
+    BOOL("inline-execution", inline_execution, "=<bool>",
+         "nereid: run a request on its HTTP/gRPC thread when an\n"
+         "instance is idle, nothing is queued and the model is\n"
+         "quick (default true)"),
+    INT("log-verbose", log_verbose, 0, 1 << 20, "=<int>", "Verbose log level (default 0)"),
+    BOOL("log-info", log_info, "=<bool>", "Info log lines (default true)"),
+    BOOL("log-warning", log_warn, "=<bool>", "Warning log lines (default true)"),
+    BOOL("log-error", log_error, "=<bool>", "Error log lines (default true)"),
+    FN("log-format", set_log_format, "=default|ISO8601", "Log line format"),
+    STR("log-file", log_file, "=<path>", "Write the log to a file"),
+    BOOL("allow-metrics", allow_metrics, "=<bool>", "Serve Prometheus metrics (default true)"),
+    BOOL("allow-cpu-metrics", metrics.cpu, "=<bool>",
+         "CPU utilization and memory metrics (default true)"),
+    BOOL("allow-gpu-metrics", allow_gpu_metrics, "=<bool>",
+         "Accepted; no GPU metrics without GPUs (default true)"),
+    INT("metrics-port", metrics.port, 0, 65535, "=<int>", "Metrics port (default 8002)"),
+    STR("metrics-address", metrics.address, "=<addr>",
+        "Metrics bind address (default: the HTTP address)"),
+    INT("metrics-interval-ms", metrics.interval_ms, 0, INT_MAX, "=<int>",
+        "How often CPU metrics are polled (default 2000)"),
+    FN("metrics-config", set_metrics_config, " <setting>=<value>",
+       "summary_latencies=true, summary_quantiles=<q>:<e>,...,\n"
+       "counter_latencies=false (repeatable)"),
+    FN("host-policy", add_host_policy, "=<name>,<setting>=<value>",
+       "Settings numa-node=<id>, cpu-cores=<list> (0-3,8-11) for\n"
+       "the instances of that policy (instance_group host_policy;\n"
+       "default names cpu, gpu_<id>, model); repeatable"),
+    FN("backend-directory", set_backend_directory, "=<dir>",
+       "Use <dir>/onnxruntime/libonnxruntime.so when there, e.g.\n"
+       "the onnxruntime-gpu build (default: the one make setup\n"
+       "installed; docs/optimization.md)"),
+    FN("cache-directory", ignore_with_warning, "=<dir>", "Accepted and ignored"),
+    FLAG("help", set_help, "This text"),
 };
 
-static bool is_known(const char *name)
+static const nr_cli_opt_t *flags(size_t *n)
 {
-    for (size_t i = 0; i < sizeof(known_flags) / sizeof(known_flags[0]); i++)
-        if (!strcmp(name, known_flags[i]))
-            return true;
-    return false;
+    *n = sizeof(flag_table) / sizeof(flag_table[0]);
+    return flag_table;
 }
 
-/* Flags that take no value. */
-static bool is_flag_only(const char *name)
+static void unrecognized(const char *arg)
 {
-    return !strcmp(name, "disable-auto-complete-config") || !strcmp(name, "help");
-}
-
-/* Typed flags, table-driven (special cases are handled below). */
-typedef struct {
-    const char *name;
-    enum { OPT_INT, OPT_BOOL, OPT_STR } kind;
-    void *dst; /* int *, uint64_t * (when big), bool * or const char ** (argv's string) */
-    long long lo, hi;
-    bool big;
-} opt_def_t;
-
-static bool set_typed(const opt_def_t *defs, size_t n, const char *name, const char *v)
-{
-    for (size_t i = 0; i < n; i++) {
-        const opt_def_t *d = &defs[i];
-        if (strcmp(name, d->name))
-            continue;
-        long long x;
-        bool b;
-        if (d->kind == OPT_STR) {
-            *(const char **)d->dst = v;
-        } else if (d->kind == OPT_BOOL) {
-            if (!parse_bool(v, &b))
-                bad_value(name, v);
-            *(bool *)d->dst = b;
-        } else {
-            if (!parse_int(v, d->lo, d->hi, &x))
-                bad_value(name, v);
-            if (d->big)
-                *(uint64_t *)d->dst = (uint64_t)x;
-            else
-                *(int *)d->dst = (int)x;
-        }
-        return true;
-    }
-    return false;
-}
-
-static void set_option(opts_t *o, const char *name, const char *v)
-{
-    const opt_def_t defs[] = {
-        {"http-port", OPT_INT, &o->http_port, 0, 65535, false},
-        {"http-thread-count", OPT_INT, &o->http_threads, 1, 1024, false},
-        {"http-max-input-size", OPT_INT, &o->http_max_input, 1, 1ll << 40, true},
-        {"http-max-connections", OPT_INT, &o->http_max_conns, 0, 1 << 24, false},
-        {"http-idle-timeout-secs", OPT_INT, &o->http_idle_timeout, 0, 1 << 30, false},
-        {"http-request-timeout-secs", OPT_INT, &o->http_request_timeout, 0, 1 << 30, false},
-        {"http-body-memory-limit", OPT_INT, &o->http_body_memory, 1, 1ll << 50, true},
-        {"exit-timeout-secs", OPT_INT, &o->exit_timeout_secs, 0, 1 << 30, false},
-        {"log-verbose", OPT_INT, &o->log_verbose, 0, 1 << 20, false},
-        {"exit-on-error", OPT_BOOL, &o->exit_on_error, 0, 0, false},
-        {"strict-readiness", OPT_BOOL, &o->strict_readiness, 0, 0, false},
-        {"allow-http", OPT_BOOL, &o->allow_http, 0, 0, false},
-        {"allow-grpc", OPT_BOOL, &o->allow_grpc, 0, 0, false},
-        {"grpc-port", OPT_INT, &o->grpc.port, 0, 65535, false},
-        {"reuse-grpc-port", OPT_BOOL, &o->grpc.reuse_port, 0, 0, false},
-        {"grpc-infer-allocation-pool-size", OPT_INT, &o->grpc.infer_pool, 1, 1 << 16, false},
-        {"grpc-infer-thread-count", OPT_INT, &o->grpc.threads, 1, 256, false},
-        {"grpc-use-ssl", OPT_BOOL, &o->grpc.use_ssl, 0, 0, false},
-        {"grpc-use-ssl-mutual", OPT_BOOL, &o->grpc.use_ssl_mutual, 0, 0, false},
-        {"grpc-keepalive-time", OPT_INT, &o->grpc.keepalive_time_ms, 0, INT_MAX, false},
-        {"grpc-keepalive-timeout", OPT_INT, &o->grpc.keepalive_timeout_ms, 0, INT_MAX, false},
-        {"grpc-keepalive-permit-without-calls", OPT_BOOL,
-         &o->grpc.keepalive_permit_without_calls, 0, 0, false},
-        {"grpc-http2-max-pings-without-data", OPT_INT, &o->grpc.http2_max_pings_without_data, 0,
-         INT_MAX, false},
-        {"grpc-http2-min-recv-ping-interval-without-data", OPT_INT,
-         &o->grpc.http2_min_recv_ping_interval_ms, 0, INT_MAX, false},
-        {"grpc-http2-max-ping-strikes", OPT_INT, &o->grpc.http2_max_ping_strikes, 0, INT_MAX,
-         false},
-        {"grpc-max-connection-age", OPT_INT, &o->grpc.max_connection_age_ms, 0, INT_MAX, false},
-        {"grpc-max-connection-age-grace", OPT_INT, &o->grpc.max_connection_age_grace_ms, 0,
-         INT_MAX, false},
-        {"inline-execution", OPT_BOOL, &o->inline_execution, 0, 0, false},
-        {"allow-metrics", OPT_BOOL, &o->allow_metrics, 0, 0, false},
-        {"allow-gpu-metrics", OPT_BOOL, &o->allow_gpu_metrics, 0, 0, false},
-        {"allow-cpu-metrics", OPT_BOOL, &o->metrics.cpu, 0, 0, false},
-        {"metrics-port", OPT_INT, &o->metrics.port, 0, 65535, false},
-        {"metrics-interval-ms", OPT_INT, &o->metrics.interval_ms, 0, INT_MAX, false},
-        {"repository-poll-secs", OPT_INT, &o->poll_secs, 0, INT_MAX, false},
-        {"log-info", OPT_BOOL, &o->log_info, 0, 0, false},
-        {"log-warning", OPT_BOOL, &o->log_warn, 0, 0, false},
-        {"log-error", OPT_BOOL, &o->log_error, 0, 0, false},
-        {"http-address", OPT_STR, &o->http_address, 0, 0, false},
-        {"id", OPT_STR, &o->id, 0, 0, false},
-        {"model-config-name", OPT_STR, &o->model_config_name, 0, 0, false},
-        {"log-file", OPT_STR, &o->log_file, 0, 0, false},
-        {"grpc-address", OPT_STR, &o->grpc.address, 0, 0, false},
-        {"grpc-server-cert", OPT_STR, &o->grpc.server_cert, 0, 0, false},
-        {"grpc-server-key", OPT_STR, &o->grpc.server_key, 0, 0, false},
-        {"grpc-root-cert", OPT_STR, &o->grpc.root_cert, 0, 0, false},
-        {"metrics-address", OPT_STR, &o->metrics.address, 0, 0, false},
-    };
-    bool b;
-    if (set_typed(defs, sizeof(defs) / sizeof(defs[0]), name, v))
-        return;
-    if (!strcmp(name, "model-repository") || !strcmp(name, "model-store")) {
-        o->repos = nr_realloc(o->repos, (o->n_repos + 1) * sizeof(char *));
-        o->repos[o->n_repos++] = v;
-        return;
-    }
-    if (!strcmp(name, "strict-model-config")) {
-        if (!parse_bool(v, &b))
-            bad_value(name, v);
-        fprintf(stderr, "Warning: '--strict-model-config' has been deprecated! Please use "
-                        "'--disable-auto-complete-config' instead.\n");
-        o->autocomplete = !b;
-        return;
-    }
-    if (!strcmp(name, "grpc-infer-response-compression-level")) {
-        static const char *const levels[] = {"none", "low", "medium", "high"};
-        for (size_t i = 0; i < 4; i++)
-            if (!strcasecmp(v, levels[i])) {
-                o->grpc.compression = (nr_grpc_compression_t)i;
-                return;
-            }
-        fprintf(stderr, "%sBad option: \"--%s\".\ninvalid argument for "
-                        "--grpc_infer_response_compression_level\n",
-                usage_text, name);
-        exit(2);
-    }
-    if (!strcmp(name, "grpc-header-forward-pattern"))
-        return; /* forwarded headers would be request parameters, which no backend reads */
-    if (!strcmp(name, "model-control-mode")) {
-        if (strcmp(v, "none") && strcmp(v, "poll") && strcmp(v, "explicit"))
-            bad_value(name, v);
-        o->control_mode = v;
-        return;
-    }
-    if (!strcmp(name, "log-format")) {
-        if (strcmp(v, "default") && strcmp(v, "ISO8601"))
-            bad_value(name, v);
-        nr_log_settings.iso8601 = !strcmp(v, "ISO8601");
-        return;
-    }
-    /* Parsed so that Triton command lines are understood; what nereid does not
-     * do yet is refused with a clear message or, where harmless, ignored. */
-    if (!strcmp(name, "metrics-config")) {
-        nr_status_t *st = nr_metrics_config_set(&o->metrics, v);
-        if (st) {
-            fprintf(stderr, "%sBad option: \"--%s\".\n%s\n\n", usage_text, name, st->msg);
-            nr_status_free(st);
-            exit(2);
-        }
-        return;
-    }
-    if (!strcmp(name, "load-model")) {
-        o->load_models = nr_realloc(o->load_models, (o->n_load_models + 1) * sizeof(char *));
-        o->load_models[o->n_load_models++] = v;
-        return;
-    }
-    if (!strcmp(name, "backend-directory")) {
-        nr_backend_set_directory(v);
-        return;
-    }
-    if (!strcmp(name, "cache-directory")) {
-        NR_LOG_WARN("--%s is accepted for compatibility and ignored", name);
-        return;
-    }
-    if (!strcmp(name, "host-policy")) {
-        bool usage = false;
-        nr_status_t *st = nr_host_policy_add(v, &usage);
-        if (st == NULL)
-            return;
-        if (usage) /* Triton's option error: the usage text, then what is wrong */
-            fprintf(stderr, "%s\nBad option: \"--%s\".\n%s\n\n", usage_text, name, st->msg);
-        else if (st->code == NR_UNSUPPORTED)
-            fprintf(stderr, "Failed to build Triton option:\nerror: setting host policy: %s - %s\n",
-                    nr_status_code_name(st->code), st->msg);
-        else /* nereid checks the values at start (Triton: when an instance is created) */
-            fprintf(stderr, "error: creating server: %s - %s\n", nr_status_code_name(st->code),
-                    st->msg);
-        nr_status_free(st);
-        exit(1);
-    }
-    if (!strcmp(name, "grpc-restricted-protocol")) {
-        fprintf(stderr, "error: --%s is not implemented yet\n", name);
-        exit(2);
-    }
-    fprintf(stderr, "nereid: unrecognized option '--%s'\n%s", name, usage_text);
+    fprintf(stderr, "nereid: unrecognized option '%s'\n", arg);
+    usage_print(stderr);
     exit(2);
 }
 
 static void parse_args(int argc, char **argv, opts_t *o)
 {
+    size_t n;
+    const nr_cli_opt_t *t = flags(&n);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "nereid: unexpected argument '%s'\n%s", a, usage_text);
+            fprintf(stderr, "nereid: unexpected argument '%s'\n", a);
+            usage_print(stderr);
             exit(2);
         }
         a += 2;
         const char *eq = strchr(a, '=');
-        char name[128];
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        if (nl >= sizeof(name)) {
-            fprintf(stderr, "nereid: unrecognized option '%s'\n%s", argv[i], usage_text);
-            exit(2);
-        }
-        memcpy(name, a, nl);
-        name[nl] = '\0';
-        if (!is_known(name)) {
-            fprintf(stderr, "nereid: unrecognized option '%s'\n%s", argv[i], usage_text);
-            exit(2);
-        }
-        if (is_flag_only(name)) {
-            if (!strcmp(name, "help"))
-                usage_exit(0);
+        const nr_cli_opt_t *f = nr_cli_find(t, n, a, eq ? (size_t)(eq - a) : strlen(a));
+        if (f == NULL)
+            unrecognized(argv[i]);
+        const char *v = eq ? eq + 1 : NULL;
+        if (f->kind == NR_CLI_FLAG) {
             if (eq) {
-                fprintf(stderr, "nereid: option '--%s' doesn't allow an argument\n%s", name, usage_text);
+                fprintf(stderr, "nereid: option '--%s' doesn't allow an argument\n", f->name);
+                usage_print(stderr);
                 exit(2);
             }
-            o->autocomplete = false;
-            continue;
-        }
-        const char *v = eq ? eq + 1 : NULL;
-        if (!v) {
+        } else if (!v) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "nereid: option '--%s' requires an argument\n%s", name, usage_text);
+                fprintf(stderr, "nereid: option '--%s' requires an argument\n", f->name);
+                usage_print(stderr);
                 exit(2);
             }
             v = argv[++i];
         }
-        set_option(o, name, v);
+        if (!nr_cli_set(f, o, v))
+            bad_value(f->name, v);
     }
 }
 
@@ -470,57 +415,57 @@ static void log_options(const opts_t *o)
     free(owned);
 }
 
-/* The frontends, each NULL when not started. */
+/* The frontends in Triton's start order (gRPC, HTTP, metrics), each as core/frontend.h's
+ * interface over its options; state NULL until started. */
 typedef struct {
-    nr_grpc_server_t *grpc;
-    nr_http_server_t *http;
-    nr_metrics_server_t *metrics;
-} frontends_t;
+    const nr_frontend_t *fe;
+    const void *opts;
+    const char *address; /* for the log line */
+    bool enabled;
+    void *state;
+} frontend_run_t;
 
-/* Starts what the flags allow, in Triton's order (gRPC, HTTP, metrics), with
- * Triton's log lines; false (logged) when one cannot start. */
-static bool start_frontends(opts_t *o, nr_server_t *core, frontends_t *fe)
+enum { N_FRONTENDS = 3 };
+
+static void frontends_of(opts_t *o, nr_http_options_t *ho, frontend_run_t *run)
 {
-    nr_status_t *st = NULL;
-    if (o->allow_grpc) {
-        if ((st = nr_grpc_start(&o->grpc, core, &fe->grpc)) != NULL) {
-            NR_LOG_ERROR("failed to start GRPC service: %s", st->msg);
+    if (o->metrics.address == NULL) /* --metrics-address defaults to the HTTP address */
+        o->metrics.address = o->http_address;
+    run[0] = (frontend_run_t){&nr_grpc_frontend, &o->grpc, o->grpc.address, o->allow_grpc};
+    run[1] = (frontend_run_t){&nr_http_frontend, ho, o->http_address, o->allow_http};
+    run[2] = (frontend_run_t){&nr_metrics_frontend, &o->metrics, o->metrics.address,
+                              o->allow_metrics};
+}
+
+/* Starts what the flags allow, in order, with Triton's log lines; false (logged) when one
+ * cannot start. */
+static bool start_frontends(frontend_run_t *run, nr_server_t *core)
+{
+    for (int i = 0; i < N_FRONTENDS; i++) {
+        if (!run[i].enabled)
+            continue;
+        nr_status_t *st = run[i].fe->start(run[i].opts, core, &run[i].state);
+        if (st != NULL) {
+            NR_LOG_ERROR("failed to start %s service: %s", run[i].fe->kind, st->msg);
             nr_status_free(st);
             return false;
         }
-        NR_LOG_INFO("Started GRPCInferenceService at %s:%d", o->grpc.address,
-                    nr_grpc_port(fe->grpc));
-    }
-    if (o->allow_http) {
-        nr_http_options_t ho = {
-            .address = o->http_address,
-            .port = o->http_port,
-            .thread_count = o->http_threads,
-            .max_input_size = o->http_max_input,
-            .max_connections = o->http_max_conns,
-            .idle_timeout_secs = o->http_idle_timeout,
-            .request_timeout_secs = o->http_request_timeout,
-            .body_memory_limit = o->http_body_memory,
-        };
-        if ((st = nr_http_start(&ho, core, &fe->http)) != NULL) {
-            NR_LOG_ERROR("failed to start HTTP service: %s", st->msg);
-            nr_status_free(st);
-            return false;
-        }
-        NR_LOG_INFO("Started HTTPService at %s:%d", o->http_address, nr_http_port(fe->http));
-    }
-    if (o->allow_metrics) { /* --metrics-address defaults to the HTTP address, as in Triton */
-        if (o->metrics.address == NULL)
-            o->metrics.address = o->http_address;
-        if ((st = nr_metrics_start(&o->metrics, core, &fe->metrics)) != NULL) {
-            NR_LOG_ERROR("failed to start Metrics service: %s", st->msg);
-            nr_status_free(st);
-            return false;
-        }
-        NR_LOG_INFO("Started Metrics Service at %s:%d", o->metrics.address,
-                    nr_metrics_port(fe->metrics));
+        NR_LOG_INFO("Started %s at %s:%d", run[i].fe->service, run[i].address,
+                    run[i].fe->port(run[i].state));
     }
     return true;
+}
+
+static void quiesce_frontends(frontend_run_t *run)
+{
+    for (int i = 0; i < N_FRONTENDS; i++)
+        run[i].fe->quiesce(run[i].state);
+}
+
+static void stop_frontends(frontend_run_t *run)
+{
+    for (int i = 0; i < N_FRONTENDS; i++)
+        run[i].fe->stop(run[i].state);
 }
 
 /* fds kept for what is not an HTTP connection: models, gRPC, metrics, logs */
@@ -555,13 +500,6 @@ static void http_limits(opts_t *o)
                       "%d worker threads",
                    o->http_max_conns, fds, (unsigned long long)o->http_body_memory,
                    o->http_threads);
-}
-
-static void stop_frontends(frontends_t *fe)
-{
-    nr_grpc_stop(fe->grpc);
-    nr_http_stop(fe->http);
-    nr_metrics_stop(fe->metrics);
 }
 
 int main(int argc, char **argv)
@@ -667,9 +605,20 @@ int main(int argc, char **argv)
         .strict_readiness = o.strict_readiness,
     };
     nr_server_t *core = nr_server_new(&so, repo); /* owns repo from here */
-    frontends_t fe = {NULL, NULL, NULL};
-    if (!start_frontends(&o, core, &fe)) {
-        stop_frontends(&fe);
+    nr_http_options_t ho = {
+        .address = o.http_address,
+        .port = o.http_port,
+        .thread_count = o.http_threads,
+        .max_input_size = o.http_max_input,
+        .max_connections = o.http_max_conns,
+        .idle_timeout_secs = o.http_idle_timeout,
+        .request_timeout_secs = o.http_request_timeout,
+        .body_memory_limit = o.http_body_memory,
+    };
+    frontend_run_t fe[N_FRONTENDS];
+    frontends_of(&o, &ho, fe);
+    if (!start_frontends(fe, core)) {
+        stop_frontends(fe);
         nr_server_free(core);
         goto fail;
     }
@@ -677,11 +626,9 @@ int main(int argc, char **argv)
     sigwait(&stop, &sig);
     NR_LOG_INFO("Signal (%d) received.", sig);
     nr_server_quiesce(core); /* readiness answers "not ready" from here */
-    nr_grpc_quiesce(fe.grpc);
-    nr_http_quiesce(fe.http);
-    nr_metrics_quiesce(fe.metrics);
+    quiesce_frontends(fe);
     nr_server_drain(core, o.exit_timeout_secs);
-    stop_frontends(&fe);
+    stop_frontends(fe);
     nr_server_free(core);
     free(o.repos);
     free(o.load_models);

@@ -5,11 +5,13 @@
  */
 #include "../../src/common/arena.h"
 #include "../../src/common/buf.h"
+#include "../../src/common/cli.h"
 #include "../../src/common/debug.h"
 #include "../../src/common/limits.h"
 #include "../../src/common/status.h"
 #include "nr_test.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,88 @@ NR_TEST(error_messages_whole_or_cut_short_of_memory)
     EXPECT_TRUE(WIFEXITED(wst));
     EXPECT_EQ_INT(WEXITSTATUS(wst), 0);
 #endif
+}
+
+/* ---- cli: the value readers and an option table ---- */
+
+NR_TEST(cli_values)
+{
+    bool b = false;
+    EXPECT_TRUE(nr_cli_bool("ON", &b) && b);
+    EXPECT_TRUE(nr_cli_bool("0", &b) && !b);
+    EXPECT_FALSE(nr_cli_bool("yes", &b));
+    EXPECT_FALSE(nr_cli_bool(NULL, &b));
+    long long x = 0;
+    EXPECT_TRUE(nr_cli_int("-7", -10, 10, &x) && x == -7);
+    EXPECT_FALSE(nr_cli_int("11", -10, 10, &x));
+    EXPECT_FALSE(nr_cli_int("3x", 0, 10, &x));
+    EXPECT_FALSE(nr_cli_int("", 0, 10, &x));
+    EXPECT_FALSE(nr_cli_int("99999999999999999999", 0, INT64_MAX, &x));
+    uint64_t u = 0;
+    EXPECT_TRUE(nr_cli_u64("18446744073709551615", &u) && u == UINT64_MAX);
+    EXPECT_FALSE(nr_cli_u64("18446744073709551616", &u)); /* overflow */
+    EXPECT_FALSE(nr_cli_u64("-1", &u));
+    EXPECT_FALSE(nr_cli_u64("", &u));
+    EXPECT_FALSE(nr_cli_u64("5 ", &u));
+    double d = 0;
+    EXPECT_TRUE(nr_cli_double("2.5", 0, &d) && d == 2.5);
+    EXPECT_FALSE(nr_cli_double("-1", 0, &d));
+    EXPECT_FALSE(nr_cli_double("nan", 0, &d));
+    EXPECT_FALSE(nr_cli_double("1e999", 0, &d));
+    EXPECT_FALSE(nr_cli_double("1x", 0, &d));
+}
+
+typedef struct {
+    int n;
+    bool on;
+    uint64_t big;
+    const char *s;
+    int custom;
+} cli_opts_t;
+
+static void cli_custom(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    ((cli_opts_t *)o)->custom += v == NULL ? 100 : atoi(v);
+}
+
+static const nr_cli_opt_t cli_table[] = {
+    {"n", NR_CLI_INT, offsetof(cli_opts_t, n), 1, 9, NULL, "=<int>", "A number"},
+    {"on", NR_CLI_BOOL, offsetof(cli_opts_t, on), 0, 0, NULL, "=<bool>", "A switch"},
+    {"a-rather-long-option-name", NR_CLI_U64, offsetof(cli_opts_t, big), 0, 1000, NULL,
+     "=<int>", "Two lines\nof help"},
+    {"s", NR_CLI_STR, offsetof(cli_opts_t, s), 0, 0, NULL, "=<s>", ""},
+    {"c", NR_CLI_FN, 0, 0, 0, cli_custom, "=<int>", NULL},
+    {"f", NR_CLI_FLAG, 0, 0, 0, cli_custom, NULL, "A flag"},
+};
+
+NR_TEST(cli_table)
+{
+    const size_t n = sizeof(cli_table) / sizeof(cli_table[0]);
+    cli_opts_t o = {0};
+    EXPECT_NULL(nr_cli_find(cli_table, n, "o", 1)); /* whole names only */
+    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "n=3", 1), &o, "3") && o.n == 3);
+    EXPECT_FALSE(nr_cli_set(nr_cli_find(cli_table, n, "n", 1), &o, "10")); /* above hi */
+    EXPECT_EQ_INT(o.n, 3);
+    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "on", 2), &o, "true") && o.on);
+    EXPECT_FALSE(nr_cli_set(nr_cli_find(cli_table, n, "a-rather-long-option-name", 25), &o,
+                            "1001"));
+    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "s", 1), &o, "text") && !strcmp(o.s, "text"));
+    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "c", 1), &o, "5"));
+    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "f", 1), &o, NULL));
+    EXPECT_EQ_INT(o.custom, 105);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    nr_cli_usage(f, cli_table, n);
+    fclose(f);
+    EXPECT_STREQ(text, "  --n=<int>                        A number\n"
+                       "  --on=<bool>                      A switch\n"
+                       "  --a-rather-long-option-name=<int>\n"
+                       "                                   Two lines\n"
+                       "                                   of help\n"
+                       "  --s=<s>\n"
+                       "  --f                              A flag\n");
+    free(text);
 }
 
 #ifdef NR_DEBUG

@@ -575,3 +575,29 @@ void nr_grpc_stop(nr_grpc_server_t *s)
     grpc_shutdown();
     free_server(s);
 }
+
+/* ---- the frontend interface (core/frontend.h) ---- */
+
+static nr_status_t *fe_start(const void *opts, nr_server_t *core, void **state)
+{
+    return nr_grpc_start(opts, core, (nr_grpc_server_t **)state);
+}
+
+static int fe_port(const void *state)
+{
+    return nr_grpc_port(state);
+}
+
+static void fe_quiesce(void *state)
+{
+    nr_grpc_quiesce(state);
+}
+
+static void fe_stop(void *state)
+{
+    nr_grpc_stop(state);
+}
+
+const nr_frontend_t nr_grpc_frontend = {
+    "GRPCInferenceService", "GRPC", fe_start, fe_port, fe_quiesce, fe_stop,
+};

@@ -7,6 +7,7 @@
 #define NR_GRPC_SERVER_H
 
 #include "../../common/status.h"
+#include "../../core/frontend.h"
 #include "../../core/server.h"
 
 #include <stdbool.h>
@@ -54,5 +55,8 @@ void nr_grpc_quiesce(nr_grpc_server_t *s);
 void nr_grpc_stop(nr_grpc_server_t *s);
 /* The bound port (useful with port 0). */
 int nr_grpc_port(const nr_grpc_server_t *s);
+
+/* This frontend as main() runs it (core/frontend.h). */
+extern const nr_frontend_t nr_grpc_frontend;
 
 #endif

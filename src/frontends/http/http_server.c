@@ -872,3 +872,29 @@ void nr_http_stop(nr_http_server_t *srv)
     nr_http_bulk_stop(&srv->bulk);
     nr_http_server_free(srv);
 }
+
+/* ---- the frontend interface (core/frontend.h) ---- */
+
+static nr_status_t *fe_start(const void *opts, nr_server_t *core, void **state)
+{
+    return nr_http_start(opts, core, (nr_http_server_t **)state);
+}
+
+static int fe_port(const void *state)
+{
+    return nr_http_port(state);
+}
+
+static void fe_quiesce(void *state)
+{
+    nr_http_quiesce(state);
+}
+
+static void fe_stop(void *state)
+{
+    nr_http_stop(state);
+}
+
+const nr_frontend_t nr_http_frontend = {
+    "HTTPService", "HTTP", fe_start, fe_port, fe_quiesce, fe_stop,
+};

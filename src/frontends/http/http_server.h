@@ -6,6 +6,7 @@
 #define NR_HTTP_SERVER_H
 
 #include "../../common/status.h"
+#include "../../core/frontend.h"
 #include "../../core/server.h"
 
 #include <stdbool.h>
@@ -36,5 +37,8 @@ void nr_http_stop(nr_http_server_t *srv);
 
 /* The bound port (useful with --http-port=0). */
 int nr_http_port(const nr_http_server_t *srv);
+
+/* This frontend as main() runs it (core/frontend.h). */
+extern const nr_frontend_t nr_http_frontend;
 
 #endif

@@ -164,3 +164,29 @@ void nr_metrics_stop(nr_metrics_server_t *s)
     nr_mhd_stop(s->daemon, &s->quiesce);
     server_free(s);
 }
+
+/* ---- the frontend interface (core/frontend.h) ---- */
+
+static nr_status_t *fe_start(const void *opts, nr_server_t *core, void **state)
+{
+    return nr_metrics_start(opts, core, (nr_metrics_server_t **)state);
+}
+
+static int fe_port(const void *state)
+{
+    return nr_metrics_port(state);
+}
+
+static void fe_quiesce(void *state)
+{
+    nr_metrics_quiesce(state);
+}
+
+static void fe_stop(void *state)
+{
+    nr_metrics_stop(state);
+}
+
+const nr_frontend_t nr_metrics_frontend = {
+    "Metrics Service", "Metrics", fe_start, fe_port, fe_quiesce, fe_stop,
+};

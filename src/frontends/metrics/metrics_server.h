@@ -13,6 +13,7 @@
 #define NR_METRICS_SERVER_H
 
 #include "../../common/status.h"
+#include "../../core/frontend.h"
 #include "../../core/server.h"
 
 #include <stdbool.h>
@@ -49,5 +50,8 @@ void nr_metrics_quiesce(nr_metrics_server_t *s);
 void nr_metrics_stop(nr_metrics_server_t *s);
 /* The bound port (useful with --metrics-port=0). */
 int nr_metrics_port(const nr_metrics_server_t *s);
+
+/* This frontend as main() runs it (core/frontend.h). */
+extern const nr_frontend_t nr_metrics_frontend;
 
 #endif

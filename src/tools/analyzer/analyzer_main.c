@@ -10,6 +10,7 @@
 #include "analyzer.h"
 
 #include "../../common/alloc.h"
+#include "../../common/cli.h"
 #include "../../proto/grpc_lib.h"
 
 #include <dirent.h>
@@ -67,10 +68,8 @@ static void usage_error(const char *fmt, const char *arg)
 
 static double parse_num(const char *flag, const char *v, double min)
 {
-    char *end;
-    errno = 0;
-    double x = v ? strtod(v, &end) : 0;
-    if (v == NULL || *v == '\0' || *end != '\0' || errno != 0 || x < min)
+    double x;
+    if (!nr_cli_double(v, min, &x))
         usage_error("invalid value for %s", flag);
     return x;
 }

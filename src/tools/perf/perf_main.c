@@ -5,6 +5,7 @@
 #include "perf.h"
 
 #include "../../common/alloc.h"
+#include "../../common/cli.h"
 #include "../../proto/grpc_lib.h"
 
 #include <errno.h>
@@ -55,11 +56,8 @@ static void usage_error(const char *fmt, const char *arg)
 
 static uint64_t parse_u64(const char *flag, const char *v)
 {
-    char *end;
-    if (v == NULL || *v == '-' || *v == '\0')
-        usage_error("failed to parse %s", flag);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*end != '\0')
+    uint64_t x;
+    if (!nr_cli_u64(v, &x)) /* perf_analyzer's std::stoull: no sign, the whole text */
         usage_error("failed to parse %s", flag);
     return x;
 }
@@ -75,11 +73,11 @@ static int parse_range(const char *flag, const char *option, const char *v, bool
     char *s = nr_strdup(v), *save = NULL;
     int i = 0;
     for (char *t = strtok_r(s, ":", &save); t; t = strtok_r(NULL, ":", &save), i++) {
-        char *end;
         if (i > 2)
             usage_error("option %s can have maximum of three elements", option);
-        r[i] = integer ? (double)parse_u64(flag, t) : strtod(t, &end);
-        if (!integer && (*end != '\0' || r[i] < 0))
+        if (integer)
+            r[i] = (double)parse_u64(flag, t);
+        else if (!nr_cli_double(t, 0, &r[i]))
             usage_error("failed to parse %s", nr_asprintf("%s '%s'", flag, v));
     }
     free(s);
