@@ -4,10 +4,9 @@
  * declaration order (= Triton's JSON order) with field number, kind, offsetof
  * and sub-table. model_config.c parses the pbtxt tree through these tables,
  * config_from_json.c reads protobuf JSON through them (both store values with
- * the helpers of cfg_store.c), config_json.c prints JSON through them,
- * config_pb.c writes the protobuf binary and config_pbtxt.c the text format
- * through them, and nr__cfg_free_msg
- * frees through them. Also the validation entry points shared by the
+ * the helpers of cfg_store.c); one walker (cfg_walk.c) writes through them with an
+ * emitter per format: config_json.c (Triton's JSON), config_pb.c (protobuf binary),
+ * config_pbtxt.c (text format); and nr__cfg_free_msg frees through them. Also the validation entry points shared by the
  * validate*.c files.
  */
 #ifndef NR_CFG_INT_H
@@ -103,6 +102,35 @@ const char *nr__cfg_enum_name(const nr__cfg_enum_t *en, int value); /* NULL if u
 /* The field numbered next after `after` (0: the first), aliases (num 0) never: the order
  * protobuf writes fields in, binary and text alike. NULL after the last. */
 const nr__cfg_field_t *nr__cfg_next_field(const nr__cfg_msg_t *m, uint32_t after);
+
+/* ---- writing a config (cfg_walk.c): one walker, an emitter per format ---- */
+
+/* What a writer spells; the walker calls it in document order. */
+typedef struct {
+    bool by_number;  /* fields in field-number order (protobuf's binary and text printers), else
+                      * in declaration order (Triton's JSON) */
+    bool all_fields; /* also singular scalars at their default, and empty repeated fields and
+                      * maps (protobuf's JSON printer with always_print_primitive_fields) */
+    /* A message value: the root (f NULL), the value of a message field f (singular, one of a
+     * repeated one, or a map entry's value field); its fields come between. */
+    void (*msg_begin)(void *ctx, const nr__cfg_field_t *f);
+    void (*msg_end)(void *ctx, const nr__cfg_field_t *f);
+    /* A field written: list for a repeated field or a map (n values or entries, possibly 0),
+     * else one value. */
+    void (*field_begin)(void *ctx, const nr__cfg_field_t *f, bool list, size_t n);
+    void (*field_end)(void *ctx, const nr__cfg_field_t *f, bool list, size_t n);
+    /* One value of non-message field f at p. */
+    void (*scalar)(void *ctx, const nr__cfg_field_t *f, const void *p);
+    /* One entry of map field f: its key (field kf) at key; the entry's value follows
+     * (msg_begin/.../msg_end or scalar, of the entry's value field), then entry_end. */
+    void (*entry_begin)(void *ctx, const nr__cfg_field_t *f, const nr__cfg_field_t *kf,
+                        const void *key);
+    void (*entry_end)(void *ctx, const nr__cfg_field_t *f);
+} nr__cfg_emitter_t;
+
+/* Walks message m at base through e. */
+void nr__cfg_walk(const nr__cfg_emitter_t *e, void *ctx, const nr__cfg_msg_t *m,
+                  const void *base);
 
 /* ---- storing values (cfg_store.c): what the pbtxt and JSON readers share -- */
 

@@ -3,8 +3,9 @@
  * Triton prints the proto with protobuf's JSON printer (snake_case names,
  * default scalars, [] and {} for empty repeated/maps, unset messages left
  * out, enums by name), turns most 64-bit strings back into numbers, and
- * re-serializes with rapidjson. This walks the schema tables of cfg_fields.c
- * to reproduce those bytes. Pure; called once per model load.
+ * re-serializes with rapidjson. This is cfg_walk.c's JSON emitter: the walker
+ * goes through the schema tables of cfg_fields.c, this spells those bytes.
+ * Pure; called once per model load.
  */
 #include "model_config.h"
 
@@ -17,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base);
 
 /* protobuf writes floats with SimpleFtoa/SimpleDtoa (%g at FLT_DIG/DBL_DIG
  * digits, more if that does not read back); rapidjson then reads that text as
@@ -94,100 +93,125 @@ static void put_scalar(nr_buf_t *b, const nr__cfg_field_t *f, const void *p)
     }
 }
 
+/* ---- the emitter (cfg_walk.c): objects, arrays and maps, a separator before all but
+ * the first item of each ---- */
+
+enum { LV_OBJECT, LV_ARRAY, LV_MAP };
+#define MAX_DEPTH 32 /* the schema nests 6 deep */
+
+typedef struct {
+    nr_buf_t *b;
+    int depth;
+    unsigned char kind[MAX_DEPTH]; /* LV_* of each open level */
+    bool any[MAX_DEPTH];           /* an item was written at that level */
+} json_t;
+
+static void open_level(json_t *j, int kind, char c)
+{
+    nr_buf_putc(j->b, c);
+    j->depth++;
+    j->kind[j->depth] = (unsigned char)kind;
+    j->any[j->depth] = false;
+}
+
+/* Before an item of the current level. */
+static void item(json_t *j)
+{
+    if (j->any[j->depth])
+        nr_buf_putc(j->b, ',');
+    j->any[j->depth] = true;
+}
+
+static void msg_begin(void *ctx, const nr__cfg_field_t *f)
+{
+    json_t *j = ctx;
+    if (j->kind[j->depth] == LV_ARRAY)
+        item(j);
+    open_level(j, LV_OBJECT, '{');
+}
+
+static void close_level(void *ctx, char c)
+{
+    json_t *j = ctx;
+    nr_buf_putc(j->b, c);
+    j->depth--;
+}
+
+static void msg_end(void *ctx, const nr__cfg_field_t *f)
+{
+    close_level(ctx, '}');
+}
+
+static bool is_map(const nr__cfg_field_t *f)
+{
+    return (f->flags & NR__FL_MAP) != 0 || f->type == NR__F_SHAPEMAP;
+}
+
+static void field_begin(void *ctx, const nr__cfg_field_t *f, bool list, size_t n)
+{
+    json_t *j = ctx;
+    item(j);
+    nr_buf_json_str(j->b, f->name, strlen(f->name));
+    nr_buf_putc(j->b, ':');
+    if (list)
+        open_level(j, is_map(f) ? LV_MAP : LV_ARRAY, is_map(f) ? '{' : '[');
+}
+
+static void field_end(void *ctx, const nr__cfg_field_t *f, bool list, size_t n)
+{
+    if (list)
+        close_level(ctx, is_map(f) ? '}' : ']');
+}
+
+static void scalar(void *ctx, const nr__cfg_field_t *f, const void *p)
+{
+    json_t *j = ctx;
+    if (j->kind[j->depth] == LV_ARRAY)
+        item(j);
+    put_scalar(j->b, f, p);
+}
+
 /* A map entry: "key":<value>. Keys are always JSON strings. */
-static void put_entry(nr_buf_t *b, const nr__cfg_msg_t *entry, const void *e)
+static void entry_begin(void *ctx, const nr__cfg_field_t *f, const nr__cfg_field_t *kf,
+                        const void *key)
 {
-    const nr__cfg_field_t *kf = &entry->fields[0], *vf = &entry->fields[1];
+    json_t *j = ctx;
+    item(j);
     if (kf->type == NR__F_STRING) {
-        put_str(b, *NR__CAT(e, kf->off, char *));
+        put_str(j->b, *(char *const *)key);
     } else {
-        nr_buf_putc(b, '"');
-        nr_buf_u64(b, *NR__CAT(e, kf->off, uint64_t));
-        nr_buf_putc(b, '"');
+        nr_buf_putc(j->b, '"');
+        nr_buf_u64(j->b, *(const uint64_t *)key);
+        nr_buf_putc(j->b, '"');
     }
-    nr_buf_putc(b, ':');
-    if (vf->type == NR__F_MSG)
-        put_msg(b, vf->sub, NR__CAT(e, vf->off, char));
-    else
-        put_scalar(b, vf, NR__CAT(e, vf->off, char));
+    nr_buf_putc(j->b, ':');
 }
 
-static void put_shapemap(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
+static void entry_end(void *ctx, const nr__cfg_field_t *f)
 {
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    typedef char **strv_t;
-    char *const *names = *NR__CAT(base, f->off, strv_t);
-    const nr_cfg_dims_t *dims = *NR__CAT(base, f->off_aux, nr_cfg_dims_t *);
-    nr_buf_putc(b, '{');
-    for (size_t i = 0; i < n; i++) {
-        nr__cfg_shape_entry_t e = {names[i], dims[i]};
-        if (i)
-            nr_buf_putc(b, ',');
-        put_entry(b, &nr__cfg_shape_entry_msg, &e);
-    }
-    nr_buf_putc(b, '}');
 }
 
-static void put_repeated(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
-{
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    const char *arr = f->rep == NR__R_FIX2 ? NR__CAT(base, f->off, char)
-                                           : *NR__CAT(base, f->off, char *);
-    if (f->rep == NR__R_FIX2 && n > 2)
-        n = 2;
-    size_t es = nr__cfg_elem_size(f);
-    bool is_map = (f->flags & NR__FL_MAP) != 0;
-    nr_buf_putc(b, is_map ? '{' : '[');
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            nr_buf_putc(b, ',');
-        if (is_map)
-            put_entry(b, f->sub, arr + i * es);
-        else if (f->type == NR__F_MSG)
-            put_msg(b, f->sub, arr + i * es);
-        else
-            put_scalar(b, f, arr + i * es);
-    }
-    nr_buf_putc(b, is_map ? '}' : ']');
-}
-
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base)
-{
-    bool first = true;
-    nr_buf_putc(b, '{');
-    for (size_t i = 0; i < m->n_fields; i++) {
-        const nr__cfg_field_t *f = &m->fields[i];
-        if (f->flags & NR__FL_ALIAS)
-            continue;
-        if (f->rep == NR__R_ONE && f->type == NR__F_MSG && !nr__cfg_msg_present(f, base))
-            continue;
-        if (f->rep == NR__R_ONE && f->type != NR__F_MSG && f->oneof != NULL &&
-            *NR__CAT(base, f->off_oneof, int) != f->oneof_val)
-            continue;
-        if (!first)
-            nr_buf_putc(b, ',');
-        first = false;
-        nr_buf_json_str(b, f->name, strlen(f->name));
-        nr_buf_putc(b, ':');
-        if (f->type == NR__F_SHAPEMAP)
-            put_shapemap(b, f, base);
-        else if (f->rep != NR__R_ONE)
-            put_repeated(b, f, base);
-        else if (f->type == NR__F_MSG)
-            put_msg(b, f->sub, NR__CAT(base, f->off, char));
-        else
-            put_scalar(b, f, NR__CAT(base, f->off, char));
-    }
-    nr_buf_putc(b, '}');
-}
+static const nr__cfg_emitter_t json_emitter = {
+    .by_number = false, /* declaration order, as protobuf's JSON printer */
+    .all_fields = true, /* default scalars, [] and {} too */
+    .msg_begin = msg_begin,
+    .msg_end = msg_end,
+    .field_begin = field_begin,
+    .field_end = field_end,
+    .scalar = scalar,
+    .entry_begin = entry_begin,
+    .entry_end = entry_end,
+};
 
 char *nr_cfg_to_json(const nr_model_config_t *cfg, size_t *len)
 {
     nr_buf_t b;
     nr_buf_init(&b);
     /* Triton answers an empty body when every field is at its default. */
-    if (!nr__cfg_msg_is_empty(&nr__cfg_model_config_msg, cfg))
-        put_msg(&b, &nr__cfg_model_config_msg, cfg);
+    if (!nr__cfg_msg_is_empty(&nr__cfg_model_config_msg, cfg)) {
+        json_t j = {.b = &b, .kind = {LV_OBJECT}};
+        nr__cfg_walk(&json_emitter, &j, &nr__cfg_model_config_msg, cfg);
+    }
     size_t n;
     char *s = nr_buf_steal(&b, &n);
     if (len)

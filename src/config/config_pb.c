@@ -1,9 +1,9 @@
 /* config_pb.c - nr_model_config_t -> inference.ModelConfig in protobuf binary.
  *
  * The gRPC ModelConfig RPC answers ModelConfigResponse{ModelConfig config = 1}.
- * This walks the schema tables of cfg_fields.c, the ones config_json.c prints
- * JSON from, and writes the proto3 wire format the way protobuf's C++
- * serializer does:
+ * This is cfg_walk.c's protobuf emitter: the walker goes through the schema
+ * tables of cfg_fields.c, the ones config_json.c prints JSON from, and this
+ * writes the proto3 wire format the way protobuf's C++ serializer does:
  *   - fields in field-number order (oneof members too), whatever the order of
  *     the table;
  *   - singular scalars at their zero value are left out; a selected oneof
@@ -29,8 +29,6 @@
 #include <string.h>
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base);
 
 static void put_varint(nr_buf_t *b, uint64_t v)
 {
@@ -121,99 +119,109 @@ static void put_number(nr_buf_t *b, const nr__cfg_field_t *f, const void *p)
     }
 }
 
-/* One value of a field with its tag: a string, a message or a number. */
-static void put_value(nr_buf_t *b, const nr__cfg_field_t *f, const void *p)
+/* ---- the emitter (cfg_walk.c) ---- */
+
+#define MAX_DEPTH 32 /* the schema nests 6 deep */
+
+typedef struct {
+    nr_buf_t *b;
+    size_t open[MAX_DEPTH]; /* where each open length-delimited record's body starts */
+    int n_open;
+    bool packed; /* inside a packed repeated field: numbers without tags */
+} pb_t;
+
+static void record_open(pb_t *w, uint32_t num)
 {
+    w->open[w->n_open++] = len_open(w->b, num);
+}
+
+static void record_close(pb_t *w)
+{
+    len_close(w->b, w->open[--w->n_open]);
+}
+
+/* A sub-message is a length-delimited record under its field's number; the root is not. */
+static void msg_begin(void *ctx, const nr__cfg_field_t *f)
+{
+    if (f != NULL)
+        record_open(ctx, f->num);
+}
+
+static void msg_end(void *ctx, const nr__cfg_field_t *f)
+{
+    if (f != NULL)
+        record_close(ctx);
+}
+
+static bool packs(const nr__cfg_field_t *f)
+{
+    return f->type != NR__F_STRING && f->type != NR__F_MSG && f->type != NR__F_SHAPEMAP;
+}
+
+/* Repeated numbers go packed, in one record; strings, messages and map entries one record
+ * each. */
+static void field_begin(void *ctx, const nr__cfg_field_t *f, bool list, size_t n)
+{
+    pb_t *w = ctx;
+    if (list && packs(f)) {
+        record_open(w, f->num);
+        w->packed = true;
+    }
+}
+
+static void field_end(void *ctx, const nr__cfg_field_t *f, bool list, size_t n)
+{
+    pb_t *w = ctx;
+    if (list && packs(f)) {
+        record_close(w);
+        w->packed = false;
+    }
+}
+
+static void scalar(void *ctx, const nr__cfg_field_t *f, const void *p)
+{
+    pb_t *w = ctx;
     if (f->type == NR__F_STRING) {
-        put_bytes(b, f->num, *(char *const *)p);
-    } else if (f->type == NR__F_MSG) {
-        size_t body = len_open(b, f->num);
-        put_msg(b, f->sub, p);
-        len_close(b, body);
-    } else {
-        put_tag(b, f->num, wire_type(f));
-        put_number(b, f, p);
-    }
-}
-
-/* A map entry under field number num: key = 1 and value = 2, both written
- * even when zero, as protobuf writes map entries. */
-static void put_entry(nr_buf_t *b, uint32_t num, const nr__cfg_msg_t *entry, const void *e)
-{
-    size_t body = len_open(b, num);
-    for (size_t i = 0; i < entry->n_fields; i++) {
-        const nr__cfg_field_t *f = &entry->fields[i];
-        put_value(b, f, NR__CAT(e, f->off, char));
-    }
-    len_close(b, body);
-}
-
-static void put_shapemap(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
-{
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    typedef char **strv_t;
-    char *const *names = *NR__CAT(base, f->off, strv_t);
-    const nr_cfg_dims_t *dims = *NR__CAT(base, f->off_aux, nr_cfg_dims_t *);
-    for (size_t i = 0; i < n; i++) {
-        nr__cfg_shape_entry_t e = {names[i], dims[i]};
-        put_entry(b, f->num, &nr__cfg_shape_entry_msg, &e);
-    }
-}
-
-static void put_repeated(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
-{
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    const char *arr = f->rep == NR__R_FIX2 ? NR__CAT(base, f->off, char)
-                                           : *NR__CAT(base, f->off, char *);
-    if (f->rep == NR__R_FIX2 && n > 2)
-        n = 2; /* as config_json.c: the inline array holds two */
-    if (n == 0)
-        return;
-    size_t es = nr__cfg_elem_size(f);
-    if (f->type == NR__F_STRING || f->type == NR__F_MSG) {
-        for (size_t i = 0; i < n; i++) {
-            if (f->flags & NR__FL_MAP)
-                put_entry(b, f->num, f->sub, arr + i * es);
-            else
-                put_value(b, f, arr + i * es);
-        }
+        put_bytes(w->b, f->num, *(char *const *)p);
         return;
     }
-    size_t body = len_open(b, f->num); /* packed */
-    for (size_t i = 0; i < n; i++)
-        put_number(b, f, arr + i * es);
-    len_close(b, body);
+    if (!w->packed)
+        put_tag(w->b, f->num, wire_type(f));
+    put_number(w->b, f, p);
 }
 
-static void put_field(nr_buf_t *b, const nr__cfg_field_t *f, const void *base)
+/* A map entry is a message {key = 1, value = 2} under the map's number, both written even
+ * when zero, as protobuf writes map entries. */
+static void entry_begin(void *ctx, const nr__cfg_field_t *f, const nr__cfg_field_t *kf,
+                        const void *key)
 {
-    if (f->type == NR__F_SHAPEMAP) {
-        put_shapemap(b, f, base);
-    } else if (f->rep != NR__R_ONE) {
-        put_repeated(b, f, base);
-    } else if (f->type == NR__F_MSG) {
-        if (nr__cfg_msg_present(f, base))
-            put_value(b, f, NR__CAT(base, f->off, char));
-    } else if (f->oneof != NULL) {
-        if (*NR__CAT(base, f->off_oneof, int) == f->oneof_val)
-            put_value(b, f, NR__CAT(base, f->off, char));
-    } else if (!nr__cfg_scalar_is_default(f, base)) {
-        put_value(b, f, NR__CAT(base, f->off, char));
-    }
+    record_open(ctx, f->num);
+    scalar(ctx, kf, key);
 }
 
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base)
+static void entry_end(void *ctx, const nr__cfg_field_t *f)
 {
-    for (const nr__cfg_field_t *f = nr__cfg_next_field(m, 0); f != NULL;
-         f = nr__cfg_next_field(m, f->num))
-        put_field(b, f, base);
+    record_close(ctx);
 }
+
+static const nr__cfg_emitter_t pb_emitter = {
+    .by_number = true,   /* protobuf writes fields in field-number order */
+    .all_fields = false, /* proto3: default scalars and empty repeated fields are left out */
+    .msg_begin = msg_begin,
+    .msg_end = msg_end,
+    .field_begin = field_begin,
+    .field_end = field_end,
+    .scalar = scalar,
+    .entry_begin = entry_begin,
+    .entry_end = entry_end,
+};
 
 char *nr_cfg_to_pb(const nr_model_config_t *cfg, size_t *len)
 {
     nr_buf_t b;
     nr_buf_init(&b);
-    put_msg(&b, &nr__cfg_model_config_msg, cfg);
+    pb_t w = {.b = &b};
+    nr__cfg_walk(&pb_emitter, &w, &nr__cfg_model_config_msg, cfg);
     size_t n;
     char *s = nr_buf_steal(&b, &n);
     if (len)

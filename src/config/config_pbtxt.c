@@ -3,8 +3,8 @@
  * Writes a config the way protobuf's TextFormat printer (protoc --decode,
  * DebugString) writes inference.ModelConfig, so that a tool can save a
  * variant config that both nereid (nr_cfg_parse) and Triton load unchanged.
- * It walks the schema tables of cfg_fields.c with the presence rules of
- * config_json.c and config_pb.c:
+ * It is cfg_walk.c's text emitter: the walker goes through the schema tables
+ * of cfg_fields.c with the presence rules it applies for config_pb.c too:
  *   - fields in field-number order, as the printer lists them (aliases never);
  *   - a scalar as `name: value` on its line, a repeated one a line per value;
  *   - a message as `name {`, its fields indented two more spaces, `}`; a
@@ -32,8 +32,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base, int depth);
 
 static void put_indent(nr_buf_t *b, int depth)
 {
@@ -114,106 +112,86 @@ static void put_scalar(nr_buf_t *b, const nr__cfg_field_t *f, const void *p)
     }
 }
 
-static void open_msg(nr_buf_t *b, const char *name, int depth)
+/* ---- the emitter (cfg_walk.c): a line per value, a block per message ---- */
+
+typedef struct {
+    nr_buf_t *b;
+    int depth;
+} text_t;
+
+static void open_block(text_t *t, const char *name)
 {
-    put_indent(b, depth);
-    nr_buf_puts(b, name);
-    nr_buf_puts(b, " {\n");
+    put_indent(t->b, t->depth++);
+    nr_buf_puts(t->b, name);
+    nr_buf_puts(t->b, " {\n");
 }
 
-static void close_msg(nr_buf_t *b, int depth)
+static void close_block(text_t *t)
 {
-    put_indent(b, depth);
-    nr_buf_puts(b, "}\n");
+    put_indent(t->b, --t->depth);
+    nr_buf_puts(t->b, "}\n");
 }
 
-/* One value of field f at p on its own line(s): `name: v` or `name { .. }`. */
-static void put_value(nr_buf_t *b, const nr__cfg_field_t *f, const void *p, int depth)
+/* A message as `name {`, its fields two spaces deeper, `}`; the root is not wrapped. */
+static void msg_begin(void *ctx, const nr__cfg_field_t *f)
 {
-    if (f->type == NR__F_MSG) {
-        open_msg(b, f->name, depth);
-        put_msg(b, f->sub, p, depth + 1);
-        close_msg(b, depth);
-        return;
-    }
-    put_indent(b, depth);
-    nr_buf_puts(b, f->name);
-    nr_buf_puts(b, ": ");
-    put_scalar(b, f, p);
-    nr_buf_putc(b, '\n');
+    if (f != NULL)
+        open_block(ctx, f->name);
 }
 
-/* A map entry under the map's name: key and value both written, even when
- * zero, as protobuf prints map entries. */
-static void put_entry(nr_buf_t *b, const char *name, const nr__cfg_msg_t *entry, const void *e,
-                      int depth)
+static void msg_end(void *ctx, const nr__cfg_field_t *f)
 {
-    open_msg(b, name, depth);
-    for (size_t i = 0; i < entry->n_fields; i++) {
-        const nr__cfg_field_t *f = &entry->fields[i];
-        put_value(b, f, NR__CAT(e, f->off, char), depth + 1);
-    }
-    close_msg(b, depth);
+    if (f != NULL)
+        close_block(ctx);
 }
 
-static void put_shapemap(nr_buf_t *b, const nr__cfg_field_t *f, const void *base, int depth)
+/* A repeated field is its values one after the other, each with the name. */
+static void field_mark(void *ctx, const nr__cfg_field_t *f, bool list, size_t n)
 {
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    typedef char **strv_t;
-    char *const *names = *NR__CAT(base, f->off, strv_t);
-    const nr_cfg_dims_t *dims = *NR__CAT(base, f->off_aux, nr_cfg_dims_t *);
-    for (size_t i = 0; i < n; i++) {
-        nr__cfg_shape_entry_t e = {names[i], dims[i]};
-        put_entry(b, f->name, &nr__cfg_shape_entry_msg, &e, depth);
-    }
 }
 
-static void put_repeated(nr_buf_t *b, const nr__cfg_field_t *f, const void *base, int depth)
+static void scalar(void *ctx, const nr__cfg_field_t *f, const void *p)
 {
-    size_t n = *NR__CAT(base, f->off_n, size_t);
-    const char *arr = f->rep == NR__R_FIX2 ? NR__CAT(base, f->off, char)
-                                           : *NR__CAT(base, f->off, char *);
-    if (f->rep == NR__R_FIX2 && n > 2)
-        n = 2; /* as config_json.c: the inline array holds two */
-    size_t es = nr__cfg_elem_size(f);
-    for (size_t i = 0; i < n; i++) {
-        if (f->flags & NR__FL_MAP)
-            put_entry(b, f->name, f->sub, arr + i * es, depth);
-        else
-            put_value(b, f, arr + i * es, depth);
-    }
+    text_t *t = ctx;
+    put_indent(t->b, t->depth);
+    nr_buf_puts(t->b, f->name);
+    nr_buf_puts(t->b, ": ");
+    put_scalar(t->b, f, p);
+    nr_buf_putc(t->b, '\n');
 }
 
-static void put_field(nr_buf_t *b, const nr__cfg_field_t *f, const void *base, int depth)
+/* A map entry under the map's name: key and value both written, even when zero, as
+ * protobuf prints map entries. */
+static void entry_begin(void *ctx, const nr__cfg_field_t *f, const nr__cfg_field_t *kf,
+                        const void *key)
 {
-    const void *p = NR__CAT(base, f->off, char);
-    if (f->type == NR__F_SHAPEMAP) {
-        put_shapemap(b, f, base, depth);
-    } else if (f->rep != NR__R_ONE) {
-        put_repeated(b, f, base, depth);
-    } else if (f->type == NR__F_MSG) {
-        if (nr__cfg_msg_present(f, base))
-            put_value(b, f, p, depth);
-    } else if (f->oneof != NULL) {
-        if (*NR__CAT(base, f->off_oneof, int) == f->oneof_val)
-            put_value(b, f, p, depth);
-    } else if (!nr__cfg_scalar_is_default(f, base)) {
-        put_value(b, f, p, depth);
-    }
+    open_block(ctx, f->name);
+    scalar(ctx, kf, key);
 }
 
-static void put_msg(nr_buf_t *b, const nr__cfg_msg_t *m, const void *base, int depth)
+static void entry_end(void *ctx, const nr__cfg_field_t *f)
 {
-    for (const nr__cfg_field_t *f = nr__cfg_next_field(m, 0); f != NULL;
-         f = nr__cfg_next_field(m, f->num))
-        put_field(b, f, base, depth);
+    close_block(ctx);
 }
+
+static const nr__cfg_emitter_t text_emitter = {
+    .by_number = true,   /* the printer lists fields in field-number order */
+    .all_fields = false, /* proto3: default scalars and empty repeated fields are left out */
+    .msg_begin = msg_begin,
+    .msg_end = msg_end,
+    .field_begin = field_mark,
+    .field_end = field_mark,
+    .scalar = scalar,
+    .entry_begin = entry_begin,
+    .entry_end = entry_end,
+};
 
 char *nr_cfg_to_pbtxt(const nr_model_config_t *cfg, size_t *len)
 {
     nr_buf_t b;
     nr_buf_init(&b);
-    put_msg(&b, &nr__cfg_model_config_msg, cfg, 0);
+    text_t t = {.b = &b, .depth = 0};
+    nr__cfg_walk(&text_emitter, &t, &nr__cfg_model_config_msg, cfg);
     size_t n;
     char *s = nr_buf_steal(&b, &n);
     if (len)
