@@ -71,6 +71,26 @@ void nr_labels_load(nr_label_set_t *s, const nr_model_config_t *cfg, const char 
     }
 }
 
+void nr_labels_adopt(nr_label_set_t *s, uint32_t output, const nr_labels_t *src)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < src->n_lines; i++)
+        len += strlen(src->lines[i]) + 1;
+    s->v = nr_realloc(s->v, (s->n + 1) * sizeof(*s->v));
+    nr_labels_t *l = &s->v[s->n++];
+    l->output = output;
+    l->text = nr_malloc(len + 1);
+    l->lines = nr_calloc(src->n_lines + 1, sizeof(char *));
+    l->n_lines = src->n_lines;
+    char *at = l->text;
+    for (size_t i = 0; i < src->n_lines; i++) {
+        size_t n = strlen(src->lines[i]) + 1;
+        memcpy(at, src->lines[i], n);
+        l->lines[i] = at;
+        at += n;
+    }
+}
+
 void nr_labels_free(nr_label_set_t *s)
 {
     for (size_t i = 0; i < s->n; i++) {

@@ -32,6 +32,9 @@ typedef struct {
 /* Reads the label files the outputs of cfg name, relative to the model
  * directory `dir` (a missing file is a warning). */
 void nr_labels_load(nr_label_set_t *set, const nr_model_config_t *cfg, const char *dir);
+/* Gives output `output` a copy of another model's labels (an ensemble output takes those of
+ * the step output it comes from, as Triton does). */
+void nr_labels_adopt(nr_label_set_t *set, uint32_t output, const nr_labels_t *src);
 void nr_labels_free(nr_label_set_t *set);
 /* The labels of config output `output`, or NULL. */
 const nr_labels_t *nr_labels_find(const nr_label_set_t *set, uint32_t output);

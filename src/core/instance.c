@@ -162,6 +162,8 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
                 memset(&r->outputs[k], 0, sizeof(r->outputs[k]));
             }
         }
+        r->t_input_end_ns = b.input_end_ns;
+        r->t_infer_end_ns = b.infer_end_ns;
         r->t_end_ns = t_end;
     }
     record(m, inst->reqs, n, &b, t_exec, t_end, st == NULL);

@@ -7,6 +7,7 @@
 
 #include "../common/alloc.h"
 #include "../common/log.h"
+#include "ensemble.h"
 #include "instance.h"
 #include "scheduler.h"
 #include "warmup.h"
@@ -135,6 +136,8 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
  * leave once it stops), the instances (joined), the backend state. */
 static void teardown(nr_model_t *m)
 {
+    nr_ensemble_destroy(m->ensemble);
+    m->ensemble = NULL;
     if (m->sched)
         nr_sched_stop(m->sched);
     for (size_t i = 0; i < m->n_instances; i++)
@@ -162,6 +165,8 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
         return nr_status_new(NR_UNSUPPORTED, "sequence batching is not supported by nereid "
                                              "(the model configuration sets 'sequence_batching')");
     nr_labels_load(&m->labels, m->cfg, model_dir);
+    if (m->backend == NULL) /* an ensemble: its steps run on the composing models */
+        return nr_ensemble_create(m, m->lookup, m->lookup_arg, &m->ensemble);
     nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;
@@ -220,6 +225,11 @@ nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
     /* done may run before this returns (here, inline, or on an instance) and
      * release the caller's reference, possibly the last: keep m until the end */
     nr_model_ref(m);
+    if (m->ensemble != NULL) { /* its steps go to their models' schedulers */
+        nr_ensemble_submit(m->ensemble, req);
+        nr_model_release(m);
+        return NULL;
+    }
     nr_sched_waiter_t *borrowed;
     st = nr_sched_submit(m->sched, req, m->allow_inline && inline_fits(m, req), &borrowed);
     if (st) { /* queue full (REJECTED) or stopping (OTHER): a failed inference */
@@ -249,5 +259,7 @@ uint64_t nr_model_queued(nr_model_t *m)
 
 uint64_t nr_model_inflight(nr_model_t *m)
 {
+    if (m->ensemble != NULL)
+        return nr_ensemble_inflight(m->ensemble);
     return m->sched ? nr_sched_inflight(m->sched) : 0;
 }

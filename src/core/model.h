@@ -32,6 +32,11 @@ typedef enum {
 
 typedef struct nr_sched_s nr_sched_t;
 typedef struct nr_instance_s nr_instance_t;
+typedef struct nr_ensemble_s nr_ensemble_t;
+/* How a model finds another (an ensemble's steps): a READY version of `name` with a
+ * reference (version < 0: the highest READY one), or the repository's error. */
+typedef nr_status_t *(*nr_model_lookup_fn)(void *arg, const char *name, int64_t version,
+                                           nr_model_t **out);
 
 struct nr_model_s {
     const char *name;              /* = cfg->name */
@@ -51,6 +56,11 @@ struct nr_model_s {
     nr_instance_t **instances;
     size_t n_instances;
     nr_sched_t *sched;
+    /* platform "ensemble": the plan its requests run through (ensemble.h); such a model has
+     * no backend, instances or queue of its own */
+    nr_ensemble_t *ensemble;
+    nr_model_lookup_fn lookup; /* set by the repository before nr_model_load */
+    void *lookup_arg;
     nr_stats_t stats;
     /* precomputed at load (nr_model_index): the config outputs' indices in
      * name order, and name -> config index for inputs and outputs, so that a

@@ -13,6 +13,7 @@
  * polls run one at a time (control_mu).
  */
 #include "repository.h"
+#include "ensemble.h"
 #include "gpu.h"
 
 #include "../common/alloc.h"
@@ -85,6 +86,9 @@ struct nr_repo_s {
     bool polling;
     pthread_mutex_t poll_mu;
     pthread_cond_t poll_cv;
+    /* the models being loaded, outermost first: an ensemble loads its composing models
+     * first (load_dependencies), and a name met again is a cycle (control_mu) */
+    const char **chain; size_t n_chain;
 };
 
 /* ---- files ----------------------------------------------------------------- */
@@ -383,12 +387,14 @@ static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, cons
     autofill_backend(cfg, name);
     const nr_backend_t *(*find)(const char *) =
         opts->find_backend ? opts->find_backend : nr_backend_find;
-    *backend = cfg->backend ? find(cfg->backend) : NULL;
-    if (*backend == NULL)
+    bool ensemble = cfg->platform && !strcmp(cfg->platform, "ensemble") &&
+                    (!cfg->backend || !cfg->backend[0]);
+    *backend = ensemble ? NULL : cfg->backend ? find(cfg->backend) : NULL;
+    if (*backend == NULL && !ensemble) /* an ensemble runs on its composing models */
         return nr_status_new(NR_INVALID_ARG, "unable to find backend '%s' for model '%s'",
                              cfg->backend ? cfg->backend : "", name);
     nr_cfg_normalize(cfg);
-    if (opts->autocomplete && (*backend)->model_autocomplete && nv > 0) {
+    if (!ensemble && opts->autocomplete && (*backend)->model_autocomplete && nv > 0) {
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[nv - 1], cfg->default_model_filename);
         st = (*backend)->model_autocomplete(cfg, mp);
         free(mp);
@@ -679,6 +685,12 @@ typedef struct {
     int64_t stamp;   /* its directory's modification time */
 } pending_t;
 
+/* An ensemble's lookup of its composing models (model.h, nr_model_lookup_fn). */
+static nr_status_t *repo_lookup(void *arg, const char *name, int64_t version, nr_model_t **out)
+{
+    return nr_repo_get(arg, name, strlen(name), version, out);
+}
+
 static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *backend,
                              int64_t version)
 {
@@ -691,6 +703,8 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     m->allow_inline = repo->opts.inline_execution;
     m->state = NR_MODEL_LOADING;
     m->on_last_release = to_reaper;
+    m->lookup = repo_lookup;
+    m->lookup_arg = repo;
     atomic_init(&m->refs, 1);
     return m;
 }
@@ -781,6 +795,191 @@ static nr_status_t *load_prepare(nr_repo_t *repo, load_t *L)
                                  nr_status_new(NR_INVALID_ARG, NO_VERSION_TEXT, L->name)));
     return nr_status_new(NR_INVALID_ARG, "load failed for model '%s': " NO_VERSION_TEXT "\n",
                          L->name, L->name);
+}
+
+static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
+                               bool polling);
+
+static bool is_ensemble(const nr_model_config_t *cfg)
+{
+    return cfg->scheduling_choice == NR_SCHED_ENSEMBLE;
+}
+
+/* Whether a version of `name` serves: `version` < 0 any. Context: control_mu held. */
+static bool serves(nr_repo_t *repo, const char *name, int64_t version)
+{
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, strlen(name), NULL);
+    bool ok = false;
+    for (size_t i = 0; e != NULL && i < e->n && !ok; i++)
+        ok = e->v[i].model != NULL && (version < 0 || e->v[i].version == version);
+    pthread_rwlock_unlock(&repo->lock);
+    return ok;
+}
+
+/* Why `name` does not serve, as Triton words the failure of a composing model: the reason a
+ * load failed before any version existed (the config), else each failed version's. */
+static char *dependency_failure(nr_repo_t *repo, const char *ens, const char *name)
+{
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, strlen(name), NULL);
+    char *why = NULL;
+    if (e != NULL && e->reason != NULL) {
+        why = nr_asprintf("ensemble '%s' depends on '%s' which is not valid. Model '%s' failed "
+                          "with error: %s",
+                          ens, name, name, e->reason);
+    } else {
+        nr_buf_t b;
+        nr_buf_init(&b);
+        for (size_t i = 0; e != NULL && i < e->n; i++)
+            if (e->v[i].state == NR_MODEL_UNAVAILABLE && e->v[i].reason != NULL &&
+                strcmp(e->v[i].reason, NR_REASON_UNLOADED) != 0)
+                nr_buf_printf(&b, "version %" PRId64 " is at UNAVAILABLE state: %s;",
+                              e->v[i].version, e->v[i].reason);
+        if (b.len > 0)
+            why = nr_asprintf("ensemble '%s' depends on '%s' which has no loaded version. Model "
+                              "'%s' loading failed with error: %s",
+                              ens, name, name, b.data);
+        else
+            why = nr_asprintf("ensemble '%s' depends on '%s' which has no loaded version.", ens,
+                              name);
+        nr_buf_free(&b);
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    return why;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Triton's dependency checks of an ensemble (its stage B): every composing model found,
+ * loaded first when it does not serve yet (so loading an ensemble loads what it needs, and
+ * at start-up composing models load before the ensembles that use them), no cycle, the
+ * versions it names loaded. *st gets the message; *poll_failed when a model is in no
+ * repository (then the load fails as a poll that could not finish). */
+static char *check_dependencies(nr_repo_t *repo, load_t *L, bool *poll_failed)
+{
+    const nr_cfg_ensemble_t *es = &L->g->cfg->ensemble_scheduling;
+    for (size_t i = 0; i < repo->n_chain; i++)
+        for (size_t s = 0; s < es->n_step; s++)
+            if (strcmp(repo->chain[i], es->step[s].model_name) == 0)
+                return nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
+                                   repo->chain[i], L->name, repo->chain[i]);
+    const char **missing = nr_calloc(es->n_step + 1, sizeof(char *));
+    size_t n_missing = 0;
+    char *why = NULL;
+    repo->chain = nr_grow(repo->chain, repo->n_chain, sizeof(char *));
+    repo->chain[repo->n_chain++] = L->name;
+    for (size_t s = 0; s < es->n_step && why == NULL; s++) {
+        const char *dep = es->step[s].model_name;
+        if (serves(repo, dep, -1))
+            continue;
+        char *dup = NULL, *dir = find_dir(repo, dep, &dup);
+        free(dup);
+        if (dir == NULL) {
+            NR_LOG_ERROR("failed to poll model '%s': model not found in any model repository.",
+                         dep);
+            bool listed = false;
+            for (size_t k = 0; k < n_missing && !listed; k++)
+                listed = strcmp(missing[k], dep) == 0;
+            if (!listed)
+                missing[n_missing++] = dep;
+            continue;
+        }
+        free(dir);
+        nr_status_t *st = load_model(repo, dep, NULL, L->polling);
+        if (st != NULL && strstr(st->msg, "circular dependency between ensembles") != NULL)
+            why = nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
+                              L->name, dep, L->name); /* the cycle, seen from here */
+        nr_status_free(st);
+    }
+    repo->n_chain--;
+    if (why == NULL && n_missing > 0) {
+        qsort(missing, n_missing, sizeof(char *), cmp_cstr);
+        nr_buf_t b;
+        nr_buf_init(&b);
+        for (size_t k = 0; k < n_missing; k++)
+            nr_buf_printf(&b, "%s%s", k ? ", " : "", missing[k]);
+        why = nr_asprintf("ensemble %s contains models that are not available or ambiguous: %s",
+                          L->name, b.data);
+        nr_buf_free(&b);
+        *poll_failed = true;
+    }
+    free(missing);
+    for (size_t s = 0; s < es->n_step && why == NULL; s++) {
+        const nr_cfg_ensemble_step_t *step = &es->step[s];
+        if (!serves(repo, step->model_name, -1))
+            why = dependency_failure(repo, L->name, step->model_name);
+        else if (step->model_version >= 0 && !serves(repo, step->model_name, step->model_version))
+            why = nr_asprintf("ensemble '%s' depends on '%s' whose required version %" PRId64
+                              " is not loaded.",
+                              L->name, step->model_name, step->model_version);
+    }
+    return why;
+}
+
+/* Triton's checks of an ensemble against its composing models' configs (stage C). */
+static char *check_against_steps(nr_repo_t *repo, load_t *L)
+{
+    const nr_cfg_ensemble_t *es = &L->g->cfg->ensemble_scheduling;
+    nr_model_t **m = nr_calloc(es->n_step + 1, sizeof(nr_model_t *));
+    const nr_model_config_t **cfgs = nr_calloc(es->n_step + 1, sizeof(nr_model_config_t *));
+    char *why = NULL;
+    for (size_t s = 0; s < es->n_step && why == NULL; s++) {
+        const char *dep = es->step[s].model_name;
+        nr_status_t *st = nr_repo_get(repo, dep, strlen(dep), es->step[s].model_version, &m[s]);
+        if (st != NULL)
+            why = nr_asprintf("%s", st->msg);
+        else
+            cfgs[s] = m[s]->cfg;
+        nr_status_free(st);
+    }
+    if (why == NULL) {
+        nr_status_t *st = nr_ensemble_validate(L->g->cfg, cfgs);
+        if (st != NULL)
+            why = nr_asprintf("%s", st->msg);
+        nr_status_free(st);
+    }
+    for (size_t s = 0; s < es->n_step; s++)
+        nr_model_release(m[s]);
+    free(m);
+    free(cfgs);
+    return why;
+}
+
+/* Phase 3b, an ensemble's dependencies: its composing models loaded (first, when they do not
+ * serve yet) and checked (ensemble.h). A failure is recorded like a config's and returned in
+ * Triton's words: INVALID_ARG "load failed for model '<e>': <why>\n", or, when a composing
+ * model is in no repository, the poll failure. */
+static nr_status_t *load_dependencies(nr_repo_t *repo, load_t *L)
+{
+    if (!is_ensemble(L->g->cfg))
+        return NULL;
+    bool poll_failed = false;
+    char *why = check_dependencies(repo, L, &poll_failed);
+    if (why == NULL)
+        why = check_against_steps(repo, L);
+    if (why == NULL)
+        return NULL;
+    NR_LOG_ERROR("Invalid argument: %s", why);
+    pthread_rwlock_wrlock(&repo->lock);
+    entry_t *e = entry_for(repo, L->name);
+    e->failed_stamp = L->stamp;
+    if (!serving(e)) {
+        free(e->reason);
+        e->reason = nr_asprintf("Invalid argument: %s", why);
+    }
+    pthread_rwlock_unlock(&repo->lock);
+    nr_status_t *st =
+        poll_failed ? nr_status_new(NR_INTERNAL,
+                                    "failed to load '%s', failed to poll from model repository",
+                                    L->name)
+                    : nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->name,
+                                    why);
+    free(why);
+    return st;
 }
 
 /* Phase 4, stage: a record per version; a serving version with the same config and files
@@ -948,8 +1147,9 @@ static nr_status_t *load_clean_up(load_t *L, nr_status_t *st)
 }
 
 /* Loads model `name` (repository.h: nr_repo_load) in seven phases, as SQLite splits a
- * commit into its phases: resolve, the unchanged check, prepare, stage, load without the
- * lock, publish all or nothing, clean up. Context: control_mu held; blocks on the backends. */
+ * commit into its phases: resolve, the unchanged check, prepare (for an ensemble, then its
+ * dependencies), stage, load without the lock, publish all or nothing, clean up.
+ * Context: control_mu held; blocks on the backends. */
 static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
                                bool polling)
 {
@@ -959,6 +1159,8 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     nr_status_t *st = load_resolve(repo, &L);
     if (st == NULL && !load_unchanged(repo, &L)) {
         st = load_prepare(repo, &L);
+        if (st == NULL)
+            st = load_dependencies(repo, &L);
         if (st == NULL) {
             load_stage(repo, &L);
             load_unlocked(repo, &L);
@@ -985,10 +1187,38 @@ static void unload_model(nr_repo_t *repo, const char *name, size_t len)
         free(e->cfg_json);
         e->cfg_json = NULL;
     }
+    /* the ensembles that use it go too, as Triton unloads them */
+    char **users = NULL;
+    size_t n_users = 0;
+    for (size_t i = 0; e != NULL && i < repo->n; i++) {
+        const entry_t *u = repo->e[i];
+        const nr_model_t *um = NULL;
+        for (size_t v = 0; v < u->n && um == NULL; v++)
+            um = u->v[v].model;
+        if (um == NULL || !is_ensemble(um->cfg))
+            continue;
+        const nr_cfg_ensemble_t *es = &um->cfg->ensemble_scheduling;
+        bool uses = false;
+        for (size_t s = 0; s < es->n_step && !uses; s++)
+            uses = strlen(es->step[s].model_name) == len &&
+                   memcmp(es->step[s].model_name, name, len) == 0;
+        if (uses) {
+            users = nr_grow(users, n_users, sizeof(char *));
+            users[n_users++] = nr_strdup(u->name);
+        }
+    }
     pthread_rwlock_unlock(&repo->lock);
     for (size_t i = 0; i < k; i++)
         nr_model_release(retired[i]);
     free(retired);
+    for (size_t i = 0; i < n_users; i++) {
+        NR_LOG_ERROR("Invalid argument: ensemble %s contains models that are not available or "
+                     "ambiguous: %.*s",
+                     users[i], (int)len, name);
+        unload_model(repo, users[i], strlen(users[i]));
+        free(users[i]);
+    }
+    free(users);
 }
 
 /* ---- polling ------------------------------------------------------------------------ */
@@ -1170,6 +1400,7 @@ void nr_repo_destroy(nr_repo_t *repo)
     pthread_cond_destroy(&repo->reap_cv);
     pthread_mutex_destroy(&repo->poll_mu);
     pthread_cond_destroy(&repo->poll_cv);
+    free(repo->chain);
     free(repo);
 }
 

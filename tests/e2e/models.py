@@ -446,3 +446,81 @@ if __name__ == "__main__":
         sys.exit(f"usage: {sys.argv[0]} OUTDIR")
     for repo, path in build_all(sys.argv[1]).items():
         print(f"{repo}: {path} ({', '.join(sorted(os.listdir(path)))})")
+
+
+# ---- ensembles (issue #36) -------------------------------------------------------------------
+
+def _ensemble_config(name, max_batch_size, inputs, outputs, steps):
+    """An ensemble's config.pbtxt: inputs/outputs as (name, type, dims), steps as
+    (model, version, {model input: ensemble tensor}, {model output: ensemble tensor})."""
+    def io(kind, ts):
+        return f"{kind} [ " + ", ".join(
+            f'{{ name: "{n}" data_type: {t} dims: [ {", ".join(str(d) for d in dims)} ] }}'
+            for n, t, dims in ts) + " ]\n"
+
+    def kv(key, m):
+        return " ".join(f'{key} {{ key: "{k}" value: "{v}" }}' for k, v in m.items())
+
+    text = (f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: {max_batch_size}\n'
+            + io("input", inputs) + io("output", outputs) + "ensemble_scheduling { step [ ")
+    text += ", ".join(f'{{ model_name: "{m}" model_version: {v} {kv("input_map", i)} '
+                      f'{kv("output_map", o)} }}' for m, v, i, o in steps)
+    return text + " ] }\n"
+
+
+INT16 = [16]
+
+
+def write_ensemble(repo, name, config):
+    """An ensemble directory: its config and an empty version directory, as Triton needs."""
+    d = Path(repo) / name
+    _write(d / "config.pbtxt", config)
+    (d / "1").mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write_simple_two_versions(repo):
+    """`simple` with versions 1 and 2 both served, as Triton's qa ensembles use it."""
+    d = Path(repo) / "simple"
+    _write(d / "config.pbtxt", CONFIG_SIMPLE + "version_policy: { all { } }\n")
+    _save(graph_simple(), d / "1" / "model.onnx")
+    _save(graph_simple(), d / "2" / "model.onnx")
+
+
+def ensemble_add_sub_config(name="ensemble_add_sub"):
+    """Triton's qa ensemble_add_sub (L0_simple_ensemble): six steps over `simple`, versions -1
+    (2) and 1, that come back to OUTPUT0 = INPUT0 + INPUT1 and OUTPUT1 = INPUT0 - INPUT1."""
+    io = [("INPUT0", "TYPE_INT32", INT16), ("INPUT1", "TYPE_INT32", INT16)]
+    out = [("OUTPUT0", "TYPE_INT32", INT16), ("OUTPUT1", "TYPE_INT32", INT16)]
+    steps = [
+        ("simple", -1, {"INPUT0": "INPUT0", "INPUT1": "INPUT0"}, {"OUTPUT0": "double_input0"}),
+        ("simple", 1, {"INPUT0": "INPUT1", "INPUT1": "INPUT1"}, {"OUTPUT0": "double_input1"}),
+        ("simple", -1, {"INPUT0": "double_input0", "INPUT1": "INPUT0"}, {"OUTPUT1": "input0_val"}),
+        ("simple", 1, {"INPUT0": "double_input1", "INPUT1": "INPUT1"}, {"OUTPUT1": "input1_val"}),
+        ("simple", -1, {"INPUT0": "input0_val", "INPUT1": "INPUT1"}, {"OUTPUT0": "OUTPUT0"}),
+        ("simple", 1, {"INPUT0": "INPUT0", "INPUT1": "input1_val"}, {"OUTPUT1": "OUTPUT1"}),
+    ]
+    return _ensemble_config(name, 8, io, out, steps)
+
+
+def ensemble_diamond_config(name="ensemble_diamond"):
+    """A diamond over `simple`: one step's two outputs fan out to two steps that run at once,
+    whose outputs meet in a fourth. SUM = 2(a+b) + 2(a-b) = 4a, DIFF = 2(a+b) - 2(a-b) = 4b."""
+    io = [("IN0", "TYPE_INT32", INT16), ("IN1", "TYPE_INT32", INT16)]
+    out = [("SUM", "TYPE_INT32", INT16), ("DIFF", "TYPE_INT32", INT16)]
+    steps = [
+        ("simple", -1, {"INPUT0": "IN0", "INPUT1": "IN1"}, {"OUTPUT0": "s", "OUTPUT1": "d"}),
+        ("simple", -1, {"INPUT0": "s", "INPUT1": "s"}, {"OUTPUT0": "s2"}),
+        ("simple", -1, {"INPUT0": "d", "INPUT1": "d"}, {"OUTPUT0": "d2"}),
+        ("simple", -1, {"INPUT0": "s2", "INPUT1": "d2"}, {"OUTPUT0": "SUM", "OUTPUT1": "DIFF"}),
+    ]
+    return _ensemble_config(name, 8, io, out, steps)
+
+
+def ensemble_chain_config(name="ensemble_chain", first="identity_fp32", second="dyn_batch"):
+    """Two FP32 identity steps one after the other (the second, by default, batching)."""
+    io = [("IN", "TYPE_FP32", [-1])]
+    out = [("OUT", "TYPE_FP32", [-1])]
+    steps = [(first, -1, {"INPUT0": "IN"}, {"OUTPUT0": "mid"}),
+             (second, -1, {"INPUT0": "mid"}, {"OUTPUT0": "OUT"})]
+    return _ensemble_config(name, 8, io, out, steps)

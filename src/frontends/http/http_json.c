@@ -372,7 +372,7 @@ static const char *param_type(const nr_jv_t *v)
 }
 
 /* The body's "parameters": load's config and files (base64), unload's
- * unload_dependents (accepted: nereid has no ensembles, so nothing depends). */
+ * unload_dependents (accepted; composing models an ensemble brought in stay loaded). */
 static nr_status_t *control_params(control_t *c, const char *body, size_t len)
 {
     if (len == 0)

@@ -1,0 +1,312 @@
+"""Ensembles (issue #36): platform "ensemble" models run their steps as a graph over the
+composing models, over HTTP and gRPC with the official tritonclient: Triton's qa
+ensemble_add_sub (six steps over two versions of `simple`), a diamond (fan-out, fan-in), a
+step with a dynamic batcher fed by ensemble and direct traffic at once; only the steps the
+requested outputs need run; a step's error comes back behind Triton's "in ensemble '<e>', ";
+Triton's load-time checks in its words; in explicit mode loading an ensemble loads its
+composing models and unloading one of those unloads the ensemble; a composing model reloaded
+under load loses no ensemble request; the ensemble's own statistics.
+
+No test asserts on wall-clock time; deadlines only bound how long a test waits."""
+import json
+import threading
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+import models
+from e2e_util import infer_json, post, wait_for
+
+A = np.arange(16, dtype=np.int32).reshape(1, 16)
+B = np.full((1, 16), 3, dtype=np.int32)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """simple (versions 1 and 2), identity_fp32, dyn_batch and the ensembles over them."""
+    d = tmp_path / "repo"
+    models.write_simple_two_versions(d)
+    models.write_model(d, "identity_fp32")
+    models.write_model(d, "dyn_batch")
+    models.write_ensemble(d, "ensemble_add_sub", models.ensemble_add_sub_config())
+    models.write_ensemble(d, "ensemble_diamond", models.ensemble_diamond_config())
+    models.write_ensemble(d, "ensemble_chain", models.ensemble_chain_config())
+    return d
+
+
+@pytest.fixture
+def server(server_factory, repo):
+    return server_factory([repo])
+
+
+def int_inputs(mod, names, a=A, b=B):
+    ins = [mod.InferInput(names[0], list(a.shape), "INT32"),
+           mod.InferInput(names[1], list(b.shape), "INT32")]
+    ins[0].set_data_from_numpy(a)
+    ins[1].set_data_from_numpy(b)
+    return ins
+
+
+def success_counts(client, model):
+    kw = {"as_json": True} if isinstance(client, grpcclient.InferenceServerClient) else {}
+    stats = client.get_inference_statistics(model, **kw)["model_stats"]
+    return {s["version"]: int(s["inference_stats"]["success"].get("count", 0)) for s in stats}
+
+
+def test_ensemble_add_sub_over_http_and_grpc(server):
+    for mod, url in ((httpclient, server.url), (grpcclient, f"127.0.0.1:{server.grpc_port}")):
+        c = mod.InferenceServerClient(url)
+        r = c.infer("ensemble_add_sub", int_inputs(mod, ["INPUT0", "INPUT1"]))
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), A + B)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), A - B)
+
+
+def test_only_the_steps_the_requested_outputs_need_run(server):
+    """Triton's qa test_ensemble_add_sub_one_output: OUTPUT0 comes from the steps on version
+    -1 (2) only, so asking for it alone runs three steps on version 2 and none on version 1."""
+    c = httpclient.InferenceServerClient(server.url)
+    before = success_counts(c, "simple")
+    r = c.infer("ensemble_add_sub", int_inputs(httpclient, ["INPUT0", "INPUT1"]),
+                outputs=[httpclient.InferRequestedOutput("OUTPUT0")])
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), A + B)
+    assert r.as_numpy("OUTPUT1") is None
+    after = success_counts(c, "simple")
+    assert after["1"] - before["1"] == 0 and after["2"] - before["2"] == 3, (before, after)
+    r = c.infer("ensemble_add_sub", int_inputs(httpclient, ["INPUT0", "INPUT1"]))
+    final = success_counts(c, "simple")
+    assert final["1"] - after["1"] == 3 and final["2"] - after["2"] == 3, (after, final)
+
+
+def test_a_diamond_fans_out_and_in(server):
+    c = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    before = success_counts(c, "simple")["2"]
+    for k in range(5):
+        a, b = A + k, B * (k + 1)
+        r = c.infer("ensemble_diamond", int_inputs(grpcclient, ["IN0", "IN1"], a, b))
+        np.testing.assert_array_equal(r.as_numpy("SUM"), 4 * a)
+        np.testing.assert_array_equal(r.as_numpy("DIFF"), 4 * b)
+    assert success_counts(c, "simple")["2"] - before == 4 * 5
+
+
+def test_a_batching_step_serves_ensemble_and_direct_traffic_together(server):
+    """dyn_batch (a dynamic batcher) is the second step of ensemble_chain and is called
+    directly at the same time, from 8 threads; every answer is its own request's data."""
+    errors = []
+
+    def client(i):
+        c = httpclient.InferenceServerClient(server.url)
+        for k in range(25):
+            data = np.full((1, 5), float(i * 1000 + k), dtype=np.float32)
+            inp = httpclient.InferInput("IN" if i % 2 else "INPUT0", [1, 5], "FP32")
+            inp.set_data_from_numpy(data)
+            model, out = ("ensemble_chain", "OUT") if i % 2 else ("dyn_batch", "OUTPUT0")
+            got = c.infer(model, [inp]).as_numpy(out)
+            if not np.array_equal(got, data):
+                errors.append((model, data, got))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    c = httpclient.InferenceServerClient(server.url)
+    assert success_counts(c, "ensemble_chain")["1"] == 100
+    assert success_counts(c, "dyn_batch")["1"] == 200  # 100 direct, 100 from the ensemble
+
+
+def test_a_failing_step_ends_the_request_with_its_text(server_factory, repo):
+    """IN is [-1] for the ensemble, simple wants [16]: the step's own validation refuses 8
+    elements, and the client gets that text behind Triton's prefix, with its code."""
+    models.write_ensemble(repo, "ens_shape", models._ensemble_config(
+        "ens_shape", 8, [("IN", "TYPE_INT32", [-1])], [("OUT", "TYPE_INT32", [-1])],
+        [("simple", -1, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})]))
+    srv = server_factory([repo])
+    r = infer_json(srv.port, "ens_shape", {"id": "r7", "inputs": [
+        {"name": "IN", "shape": [1, 8], "datatype": "INT32", "data": list(range(8))}]})
+    assert r.status == 400, r
+    msg = r.json()["error"]
+    assert msg.startswith("in ensemble 'ens_shape', [request id: r7] unexpected shape for input "
+                          "'INPUT1' for model 'simple'. Expected [-1,16], got [1,8]."), msg
+    c = grpcclient.InferenceServerClient(f"127.0.0.1:{srv.grpc_port}")
+    inp = grpcclient.InferInput("IN", [1, 8], "INT32")
+    inp.set_data_from_numpy(np.arange(8, dtype=np.int32).reshape(1, 8))
+    with pytest.raises(InferenceServerException) as e:
+        c.infer("ens_shape", [inp])
+    assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert "in ensemble 'ens_shape', " in e.value.message()
+    stats = c.get_inference_statistics("ens_shape", as_json=True)["model_stats"][0]
+    assert int(stats["inference_stats"]["fail"]["count"]) == 2
+
+
+def load(port, model):
+    return post(port, f"/v2/repository/models/{model}/load")
+
+
+def test_load_time_checks_are_tritons(server_factory, repo):
+    bad = {
+        "ens_dtype": models._ensemble_config(
+            "ens_dtype", 8, [("IN", "TYPE_FP32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", -1, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_shape": models._ensemble_config(
+            "ens_shape", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [4, 4])],
+            [("simple", -1, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_batch": models._ensemble_config(
+            "ens_batch", 16, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", -1, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_input": models._ensemble_config(
+            "ens_input", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", -1, {"INPUT0": "IN", "NOPE": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_output": models._ensemble_config(
+            "ens_output", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", -1, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT9": "OUT"})]),
+        "ens_unmapped": models._ensemble_config(
+            "ens_unmapped", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", -1, {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_version": models._ensemble_config(
+            "ens_version", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("simple", 3, {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})]),
+        "ens_self": models._ensemble_config(
+            "ens_self", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("ens_self", -1, {"IN": "IN"}, {"OUT": "OUT"})]),
+        "ens_cycle_a": models._ensemble_config(
+            "ens_cycle_a", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("ens_cycle_b", -1, {"IN": "IN"}, {"OUT": "OUT"})]),
+        "ens_cycle_b": models._ensemble_config(
+            "ens_cycle_b", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("ens_cycle_a", -1, {"IN": "IN"}, {"OUT": "OUT"})]),
+        "ens_missing": models._ensemble_config(
+            "ens_missing", 8, [("IN", "TYPE_INT32", [16])], [("OUT", "TYPE_INT32", [16])],
+            [("nosuch", -1, {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]),
+    }
+    for name, cfg in bad.items():
+        models.write_ensemble(repo, name, cfg)
+    srv = server_factory([repo], ["--model-control-mode=explicit"])
+    want = {
+        "ens_dtype": "in ensemble ens_dtype, ensemble tensor IN: inconsistent data type: "
+                     "TYPE_FP32 is inferred from model ens_dtype while TYPE_INT32 is inferred "
+                     "from model simple",
+        "ens_shape": "in ensemble ens_shape, ensemble tensor OUT: inconsistent shape: [-1,4,4] "
+                     "is inferred from model ens_shape while [-1,16] is inferred from model "
+                     "simple",
+        "ens_batch": "ensemble ens_batch allows maximum batch size 16, but it contains model "
+                     "simple which only allows maximum batch size to be 8",
+        "ens_input": "in ensemble ens_input, ensemble tensor IN is mapping to non-existing input "
+                     "NOPE in model simple",
+        "ens_output": "in ensemble ens_output, ensemble tensor OUT is mapped from non-existing "
+                      "output OUTPUT9 in model simple",
+        "ens_unmapped": "in ensemble ens_unmapped, input INPUT1 in model simple is not mapped "
+                        "to any ensemble tensors",
+        "ens_version": "ensemble 'ens_version' depends on 'simple' whose required version 3 is "
+                       "not loaded.",
+        "ens_self": "circular dependency between ensembles: ens_self -> ... -> ens_self -> "
+                    "ens_self",
+        "ens_cycle_a": "circular dependency between ensembles: ens_cycle_a -> ... -> ens_cycle_b "
+                       "-> ens_cycle_a",
+    }
+    for name, text in want.items():
+        r = load(srv.port, name)
+        assert (r.status, r.json()) == (400, {"error": f"load failed for model '{name}': "
+                                                       f"{text}\n"}), name
+        assert f"Invalid argument: {text}" in srv.log
+    r = load(srv.port, "ens_missing")  # a composing model in no repository: the poll fails
+    assert (r.status, r.json()) == (500, {"error": "failed to load 'ens_missing', failed to poll "
+                                                   "from model repository"})
+    assert "failed to poll model 'nosuch': model not found in any model repository." in srv.log
+    assert ("ensemble ens_missing contains models that are not available or ambiguous: nosuch"
+            in srv.log)
+
+
+def index(port):
+    r = post(port, "/v2/repository/index")
+    assert r.status == 200, r
+    return {(e["name"], e.get("version")): (e.get("state"), e.get("reason")) for e in r.json()}
+
+
+def test_explicit_mode_loads_what_an_ensemble_needs_and_unloads_what_needs_a_model(
+        server_factory, repo):
+    srv = server_factory([repo], ["--model-control-mode=explicit"])
+    assert index(srv.port)[("simple", None)] == (None, None)  # not loaded
+    assert load(srv.port, "ensemble_diamond").status == 200
+    idx = index(srv.port)
+    assert idx[("simple", "1")] == ("READY", None) and idx[("simple", "2")] == ("READY", None)
+    assert idx[("ensemble_diamond", "1")] == ("READY", None)
+    c = httpclient.InferenceServerClient(srv.url)
+    r = c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
+    np.testing.assert_array_equal(r.as_numpy("SUM"), 4 * A)
+    assert post(srv.port, "/v2/repository/models/simple/unload").status == 200
+    wait_for(lambda: index(srv.port)[("ensemble_diamond", "1")] == ("UNAVAILABLE", "unloaded"),
+             30, "the ensemble unloaded with its composing model")
+    assert ("ensemble ensemble_diamond contains models that are not available or ambiguous: "
+            "simple" in srv.log)
+    with pytest.raises(InferenceServerException) as e:
+        c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
+    assert "ensemble_diamond" in e.value.message()
+    assert load(srv.port, "ensemble_diamond").status == 200  # loads simple again
+    r = c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
+    np.testing.assert_array_equal(r.as_numpy("DIFF"), 4 * B)
+
+
+def test_a_composing_model_reloaded_under_load_loses_no_ensemble_request(server_factory, repo):
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=ensemble_chain"])
+    stop = threading.Event()
+    errors, done = [], [0]
+
+    def client(i):
+        c = httpclient.InferenceServerClient(srv.url)
+        k = 0
+        while not stop.is_set():
+            data = np.full((1, 4), float(i * 100000 + k), dtype=np.float32)
+            inp = httpclient.InferInput("IN", [1, 4], "FP32")
+            inp.set_data_from_numpy(data)
+            try:
+                got = c.infer("ensemble_chain", [inp]).as_numpy("OUT")
+                if not np.array_equal(got, data):
+                    errors.append((data, got))
+            except InferenceServerException as e:
+                errors.append(str(e))
+            done[0] += 1
+            k += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    cfg = repo / "dyn_batch" / "config.pbtxt"
+    text = cfg.read_text()
+    for n in range(3):  # each a changed config: a full reload beside the serving version
+        wait_for(lambda: done[0] > (n + 1) * 20, 60, "ensemble requests before the reload")
+        cfg.write_text(text.replace("max_queue_delay_microseconds: 100",
+                                    f"max_queue_delay_microseconds: {200 + n}"))
+        r = load(srv.port, "dyn_batch")
+        assert r.status == 200, r
+    wait_for(lambda: done[0] > 100, 60, "ensemble requests after the reloads")
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+def test_the_ensembles_own_statistics(server):
+    c = httpclient.InferenceServerClient(server.url)
+    for _ in range(3):
+        c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
+    two = np.concatenate([A, A]), np.concatenate([B, B])
+    c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"], *two))
+    s = c.get_inference_statistics("ensemble_diamond")["model_stats"][0]
+    assert (s["inference_count"], s["execution_count"]) == (5, 4)
+    st = s["inference_stats"]
+    assert st["success"]["count"] == 4 and st["fail"]["count"] == 0
+    for k in ("queue", "compute_input", "compute_infer", "compute_output"):
+        assert st[k]["count"] == 4, k
+    # the compute times are its steps' sums: at least one step's each
+    assert st["compute_infer"]["ns"] > 0
+    sizes = {b["batch_size"]: b["compute_infer"]["count"] for b in s["batch_stats"]}
+    assert sizes == {1: 3, 2: 1}
+    meta = c.get_model_metadata("ensemble_diamond")
+    assert meta["platform"] == "ensemble"
+    cfg = c.get_model_config("ensemble_diamond")
+    assert cfg["platform"] == "ensemble" and len(cfg["ensemble_scheduling"]["step"]) == 4
+    assert json.dumps(cfg).count("instance_group") == 0 or cfg.get("instance_group") == []
