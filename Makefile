@@ -237,10 +237,10 @@ ASAN_E2E    ?= $(E2E_FAST)
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py \
                tests/e2e/test_infer_binary.py tests/e2e/test_dynamic_batching.py \
                tests/e2e/test_shared_memory.py tests/e2e/test_grpc.py tests/e2e/test_metrics.py \
-               tests/e2e/test_model_control.py
+               tests/e2e/test_model_control.py tests/e2e/test_ensemble.py
 TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 # The core's unit tests that run instance threads, the scheduler and the repository's reaper.
-TSAN_UNIT   := test_core test_scheduler test_repository
+TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
 

@@ -8,6 +8,7 @@
  */
 #include "../../src/common/alloc.h"
 #include "../../src/core/repository.h"
+#include "fs_util.h"
 #include "nr_test.h"
 #include "test_backend.h"
 
@@ -56,41 +57,6 @@ static const nr_backend_t *find_backend(const char *name)
 }
 
 /* ---- directories ---- */
-
-static void put_file(const char *dir, const char *rel, const char *text)
-{
-    char *path = nr_asprintf("%s/%s", dir, rel);
-    for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
-        *s = '\0';
-        mkdir(path, 0700);
-        *s = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (f != NULL) {
-        fputs(text, f);
-        fclose(f);
-    }
-    free(path);
-}
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char *sub = nr_asprintf("%s/%s", path, e->d_name);
-            remove_tree(sub);
-            free(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 #define CFG(extra)                                                                           \
     "name: \"m\"\nbackend: \"test\"\ndefault_model_filename: \"model.test\"\n"              \
