@@ -18,7 +18,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import models
-from e2e_util import infer_json, post, wait_for
+from e2e_util import get, infer_json, post, wait_for
 
 A = np.arange(16, dtype=np.int32).reshape(1, 16)
 B = np.full((1, 16), 3, dtype=np.int32)
@@ -310,3 +310,71 @@ def test_the_ensembles_own_statistics(server):
     cfg = c.get_model_config("ensemble_diamond")
     assert cfg["platform"] == "ensemble" and len(cfg["ensemble_scheduling"]["step"]) == 4
     assert json.dumps(cfg).count("instance_group") == 0 or cfg.get("instance_group") == []
+
+
+def test_streaming_shared_memory_classification_and_metrics(server_factory, repo, tmp_path):
+    """An ensemble over gRPC's ModelInferStream; its inputs and outputs in system shared memory;
+    classification of an ensemble output with the labels of the step output it comes from; its
+    Prometheus series under version "1", as Triton's ensemble scheduler reports it."""
+    import queue
+
+    import tritonclient.utils.shared_memory as shm
+
+    (repo / "identity_fp32" / "labels.txt").write_text("".join(f"l{i}\n" for i in range(8)))
+    cfg = repo / "identity_fp32" / "config.pbtxt"
+    out = 'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }'
+    assert out in cfg.read_text()
+    cfg.write_text(cfg.read_text().replace(out, out[:-1] + 'label_filename: "labels.txt" }'))
+    models.write_ensemble(repo, "ens_labels", models._ensemble_config(
+        "ens_labels", 8, [("IN", "TYPE_FP32", [-1])], [("OUT", "TYPE_FP32", [-1])],
+        [("identity_fp32", -1, {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})]))
+    (repo / "ens_labels" / "3").mkdir()  # versions 1 and 3: the series still says "1"
+    (repo / "ens_labels" / "1").rmdir()
+    srv = server_factory([repo])
+    g = grpcclient.InferenceServerClient(f"127.0.0.1:{srv.grpc_port}")
+    got = queue.Queue()
+    g.start_stream(callback=lambda result, error: got.put((result, error)))
+    for k in range(3):
+        g.async_stream_infer("ensemble_diamond", int_inputs(grpcclient, ["IN0", "IN1"], A + k, B),
+                             request_id=f"s{k}")
+    for k in range(3):
+        result, error = got.get(timeout=30)
+        assert error is None, error
+        np.testing.assert_array_equal(result.as_numpy("SUM"), 4 * (A + int(
+            result.get_response().id[1:])))
+    g.stop_stream()
+
+    h = httpclient.InferenceServerClient(srv.url)
+    ih = shm.create_shared_memory_region("ens_in", "/nereid_ens_in", 128)
+    oh = shm.create_shared_memory_region("ens_out", "/nereid_ens_out", 128)
+    try:
+        h.register_system_shared_memory("ens_in", "/nereid_ens_in", 128)
+        h.register_system_shared_memory("ens_out", "/nereid_ens_out", 128)
+        shm.set_shared_memory_region(ih, [A, B])
+        ins = [httpclient.InferInput("INPUT0", [1, 16], "INT32"),
+               httpclient.InferInput("INPUT1", [1, 16], "INT32")]
+        ins[0].set_shared_memory("ens_in", 64)
+        ins[1].set_shared_memory("ens_in", 64, offset=64)
+        outs = [httpclient.InferRequestedOutput("OUTPUT0"),
+                httpclient.InferRequestedOutput("OUTPUT1")]
+        outs[0].set_shared_memory("ens_out", 64)
+        outs[1].set_shared_memory("ens_out", 64, offset=64)
+        h.infer("ensemble_add_sub", ins, outputs=outs)
+        got = shm.get_contents_as_numpy(oh, np.int32, [2, 16])
+        np.testing.assert_array_equal(got[0], (A + B)[0])
+        np.testing.assert_array_equal(got[1], (A - B)[0])
+        h.unregister_system_shared_memory()
+    finally:
+        shm.destroy_shared_memory_region(ih)
+        shm.destroy_shared_memory_region(oh)
+
+    data = np.array([[0.5, 3.0, 1.0]], dtype=np.float32)
+    inp = httpclient.InferInput("IN", [1, 3], "FP32")
+    inp.set_data_from_numpy(data)
+    r = h.infer("ens_labels", [inp],
+                outputs=[httpclient.InferRequestedOutput("OUT", class_count=2)])
+    assert [x.decode() for x in r.as_numpy("OUT").reshape(-1)] == ["3.000000:1:l1",
+                                                                    "1.000000:2:l2"]
+    text = get(srv.metrics_port, "/metrics").body.decode()
+    assert 'nv_inference_request_success{model="ens_labels",version="1"} 1' in text, text
+    assert 'model="ens_labels",version="3"' not in text

@@ -79,7 +79,9 @@ static void on_version(const nr_repo_version_t *rv, void *arg)
     nr_metrics_row_t *r = &v->rows[v->n_rows++];
     memset(r, 0, sizeof(*r));
     r->model = nr_strdup(rv->name); /* the repository may change once the walk ends */
-    r->version = nr_strdup(rv->version_str);
+    /* Triton's ensemble scheduler reports under version "1" whatever its directory is */
+    bool ensemble = m != NULL && m->ensemble != NULL;
+    r->version = nr_strdup(ensemble ? "1" : rv->version_str);
     if (m == NULL)
         return; /* not serving: only its failure series */
     nr_stats_snap_t sn;
