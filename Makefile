@@ -318,6 +318,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/accelerators.py
 	$(PY) bench/perf_tools.py
 	$(PY) bench/guide.py
+	$(PY) bench/ensemble.py
 
 clean:
 	rm -rf $(BUILD)
