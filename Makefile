@@ -25,7 +25,7 @@ LDLIBS   += -Wl,-rpath,$(ORT_HOME)/lib \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 
 LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/proto/*.c src/core/*.c src/backends/*.c \
-              src/backends/*/*.c src/frontends/*/*.c)
+              src/backends/*/*.c src/frontends/*/*.c src/api/*.c)
 # The gRPC messages (the frontend's and the tools'): protoc-c turns each src/proto/<p>.proto into
 # $(BUILD)/gen/proto/<p>.pb-c.{c,h} at build time (never committed; included as
 # "proto/<p>.pb-c.h"); the .c files go into libnereid.a.

@@ -66,7 +66,12 @@ const nr_cli_opt_t *nr_cli_find(const nr_cli_opt_t *t, size_t n, const char *nam
     return NULL;
 }
 
-bool nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v)
+static nr_status_t *bad_value(const char *v)
+{
+    return nr_status_new(NR_INVALID_ARG, "Invalid option value. Got %s", v ? v : "");
+}
+
+nr_status_t *nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v)
 {
     char *dst = (char *)opts + o->offset;
     long long x;
@@ -75,25 +80,26 @@ bool nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v)
     switch (o->kind) {
     case NR_CLI_BOOL:
         if (!nr_cli_bool(v, &b))
-            return false;
+            return bad_value(v);
         *(bool *)dst = b;
-        return true;
+        return NULL;
     case NR_CLI_INT:
         if (!nr_cli_int(v, o->lo, o->hi, &x))
-            return false;
+            return bad_value(v);
         *(int *)dst = (int)x;
-        return true;
+        return NULL;
     case NR_CLI_U64:
         if (!nr_cli_u64(v, &u) || u < (uint64_t)o->lo || u > (uint64_t)o->hi)
-            return false;
+            return bad_value(v);
         *(uint64_t *)dst = u;
-        return true;
+        return NULL;
     case NR_CLI_STR:
+        if (v == NULL)
+            return bad_value(v);
         *(const char **)dst = v;
-        return true;
+        return NULL;
     default: /* NR_CLI_FN, NR_CLI_FLAG: the option's own setter */
-        o->set(opts, o, v);
-        return true;
+        return o->set != NULL ? o->set(opts, o, v) : NULL;
     }
 }
 

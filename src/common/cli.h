@@ -9,6 +9,8 @@
 #ifndef NR_CLI_H
 #define NR_CLI_H
 
+#include "status.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,8 +40,9 @@ typedef enum {
 
 typedef struct nr_cli_opt_s nr_cli_opt_t;
 /* A custom option's setter: `opts` is the tool's options struct, v the value (NULL for a
- * FLAG). It may end the process with the tool's own message, as a parser of argv may. */
-typedef void (*nr_cli_set_fn)(void *opts, const nr_cli_opt_t *o, const char *v);
+ * FLAG). NULL when it took the value, else why not (the tool words the report: its code
+ * says how, see the tool's table). */
+typedef nr_status_t *(*nr_cli_set_fn)(void *opts, const nr_cli_opt_t *o, const char *v);
 
 struct nr_cli_opt_s {
     const char *name;   /* without the leading "--" */
@@ -54,8 +57,9 @@ struct nr_cli_opt_s {
 
 /* The option named name[0..len), or NULL. */
 const nr_cli_opt_t *nr_cli_find(const nr_cli_opt_t *t, size_t n, const char *name, size_t len);
-/* Stores v into opts for a typed option; false when v is not a value of its kind. */
-bool nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v);
+/* Stores v into opts for a typed option, or hands it to the option's setter. A typed value
+ * that is not one of its kind: INVALID_ARG "Invalid option value. Got <v>" (Triton's words). */
+NR_MUST_CHECK nr_status_t *nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v);
 /* The usage lines of every option with an arg or a help text: "  --<name><arg>", the help
  * from column 35 (on the next line when the name is longer). */
 void nr_cli_usage(FILE *f, const nr_cli_opt_t *t, size_t n);

@@ -158,9 +158,12 @@ typedef struct {
     int custom;
 } cli_opts_t;
 
-static void cli_custom(void *o, const nr_cli_opt_t *f, const char *v)
+static nr_status_t *cli_custom(void *o, const nr_cli_opt_t *f, const char *v)
 {
+    if (v != NULL && atoi(v) < 0)
+        return nr_status_new(NR_INVALID_ARG, "negative: %s", v);
     ((cli_opts_t *)o)->custom += v == NULL ? 100 : atoi(v);
+    return NULL;
 }
 
 static const nr_cli_opt_t cli_table[] = {
@@ -178,15 +181,22 @@ NR_TEST(cli_table)
     const size_t n = sizeof(cli_table) / sizeof(cli_table[0]);
     cli_opts_t o = {0};
     EXPECT_NULL(nr_cli_find(cli_table, n, "o", 1)); /* whole names only */
-    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "n=3", 1), &o, "3") && o.n == 3);
-    EXPECT_FALSE(nr_cli_set(nr_cli_find(cli_table, n, "n", 1), &o, "10")); /* above hi */
+    EXPECT_OK(nr_cli_set(nr_cli_find(cli_table, n, "n=3", 1), &o, "3"));
     EXPECT_EQ_INT(o.n, 3);
-    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "on", 2), &o, "true") && o.on);
-    EXPECT_FALSE(nr_cli_set(nr_cli_find(cli_table, n, "a-rather-long-option-name", 25), &o,
-                            "1001"));
-    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "s", 1), &o, "text") && !strcmp(o.s, "text"));
-    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "c", 1), &o, "5"));
-    EXPECT_TRUE(nr_cli_set(nr_cli_find(cli_table, n, "f", 1), &o, NULL));
+    EXPECT_STATUS(nr_cli_set(nr_cli_find(cli_table, n, "n", 1), &o, "10"), NR_INVALID_ARG,
+                  "Invalid option value. Got 10"); /* above hi */
+    EXPECT_EQ_INT(o.n, 3);
+    EXPECT_OK(nr_cli_set(nr_cli_find(cli_table, n, "on", 2), &o, "true"));
+    EXPECT_TRUE(o.on);
+    EXPECT_STATUS(nr_cli_set(nr_cli_find(cli_table, n, "a-rather-long-option-name", 25), &o,
+                             "1001"),
+                  NR_INVALID_ARG, "Invalid option value. Got 1001");
+    EXPECT_OK(nr_cli_set(nr_cli_find(cli_table, n, "s", 1), &o, "text"));
+    EXPECT_STREQ(o.s, "text");
+    EXPECT_OK(nr_cli_set(nr_cli_find(cli_table, n, "c", 1), &o, "5"));
+    EXPECT_STATUS(nr_cli_set(nr_cli_find(cli_table, n, "c", 1), &o, "-1"), NR_INVALID_ARG,
+                  "negative: -1"); /* a setter's own refusal */
+    EXPECT_OK(nr_cli_set(nr_cli_find(cli_table, n, "f", 1), &o, NULL));
     EXPECT_EQ_INT(o.custom, 105);
     char *text = NULL;
     size_t len = 0;

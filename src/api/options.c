@@ -1,0 +1,317 @@
+/* options.c - the server's options (options.h): Triton's flags as one table. */
+#include "options.h"
+
+#include "../backends/backend.h"
+#include "../common/alloc.h"
+#include "../common/limits.h"
+#include "../common/log.h"
+#include "../core/host_policy.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define OPT(field) offsetof(nr_opts_t, field)
+
+static nr_status_t *set_no_autocomplete(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    ((nr_opts_t *)o)->autocomplete = false;
+    return NULL;
+}
+
+static nr_status_t *add_repository(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_opts_t *op = o;
+    op->repos = nr_realloc(op->repos, (op->n_repos + 1) * sizeof(char *));
+    op->repos[op->n_repos++] = v;
+    return NULL;
+}
+
+static nr_status_t *add_load_model(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_opts_t *op = o;
+    op->load_models = nr_realloc(op->load_models, (op->n_load_models + 1) * sizeof(char *));
+    op->load_models[op->n_load_models++] = v;
+    return NULL;
+}
+
+static nr_status_t *bad_value(const char *v)
+{
+    return nr_status_new(NR_INVALID_ARG, "Invalid option value. Got %s", v);
+}
+
+static nr_status_t *set_strict_model_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    bool b;
+    if (!nr_cli_bool(v, &b))
+        return bad_value(v);
+    fprintf(stderr, "Warning: '--strict-model-config' has been deprecated! Please use "
+                    "'--disable-auto-complete-config' instead.\n");
+    ((nr_opts_t *)o)->autocomplete = !b;
+    return NULL;
+}
+
+static nr_status_t *set_compression(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    static const char *const levels[] = {"none", "low", "medium", "high"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strcasecmp(v, levels[i])) {
+            ((nr_opts_t *)o)->grpc.compression = (nr_grpc_compression_t)i;
+            return NULL;
+        }
+    return nr_status_new(NR_INVALID_ARG,
+                         "invalid argument for --grpc_infer_response_compression_level");
+}
+
+/* Accepted so that Triton command lines are understood, and ignored: forwarded headers
+ * would become request parameters, which no nereid backend reads. */
+static nr_status_t *ignore(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return NULL;
+}
+
+static nr_status_t *ignore_with_warning(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    NR_LOG_WARN("--%s is accepted for compatibility and ignored", f->name);
+    return NULL;
+}
+
+static nr_status_t *set_control_mode(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    if (strcmp(v, "none") && strcmp(v, "poll") && strcmp(v, "explicit"))
+        return bad_value(v);
+    ((nr_opts_t *)o)->control_mode = v;
+    return NULL;
+}
+
+static nr_status_t *set_log_format(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    if (strcmp(v, "default") && strcmp(v, "ISO8601"))
+        return bad_value(v);
+    nr_log_settings.iso8601 = !strcmp(v, "ISO8601");
+    return NULL;
+}
+
+static nr_status_t *set_metrics_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_status_t *st = nr_metrics_config_set(&((nr_opts_t *)o)->metrics, v);
+    if (st == NULL)
+        return NULL;
+    nr_status_t *w = nr_status_new(NR_INVALID_ARG, "%s\n", st->msg);
+    nr_status_free(st);
+    return w;
+}
+
+static nr_status_t *set_backend_directory(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_backend_set_directory(v);
+    return NULL;
+}
+
+/* Host policies are process-wide (core/host_policy.c): every server of the process sees them. */
+static nr_status_t *add_host_policy(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    bool usage = false;
+    nr_status_t *st = nr_host_policy_add(v, &usage);
+    if (st == NULL)
+        return NULL;
+    nr_status_t *w;
+    if (usage) /* Triton's option error: the usage text, then what is wrong */
+        w = nr_status_new(NR_UNKNOWN, "%s", st->msg);
+    else if (st->code == NR_UNSUPPORTED)
+        w = nr_status_new(NR_UNAVAILABLE,
+                          "Failed to build Triton option:\nerror: setting host policy: %s - %s",
+                          nr_status_code_name(st->code), st->msg);
+    else /* nereid checks the values at start (Triton: when an instance is created) */
+        w = nr_status_new(NR_UNAVAILABLE, "error: creating server: %s - %s",
+                          nr_status_code_name(st->code), st->msg);
+    nr_status_free(st);
+    return w;
+}
+
+static nr_status_t *not_implemented(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return nr_status_new(NR_UNSUPPORTED, "error: --%s is not implemented yet", f->name);
+}
+
+#define INT(name, field, lo, hi, arg, help) {name, NR_CLI_INT, OPT(field), lo, hi, NULL, arg, help}
+#define U64(name, field, lo, hi, arg, help) {name, NR_CLI_U64, OPT(field), lo, hi, NULL, arg, help}
+#define BOOL(name, field, arg, help) {name, NR_CLI_BOOL, OPT(field), 0, 0, NULL, arg, help}
+#define STR(name, field, arg, help) {name, NR_CLI_STR, OPT(field), 0, 0, NULL, arg, help}
+#define FN(name, fn, arg, help) {name, NR_CLI_FN, 0, 0, 0, fn, arg, help}
+#define FLAG(name, fn, help) {name, NR_CLI_FLAG, 0, 0, 0, fn, NULL, help}
+
+static const nr_cli_opt_t flag_table[] = {
+    FN("model-repository", add_repository, "=<path>", "Model repository (repeatable)"),
+    FN("model-store", add_repository, "=<path>", "The same as --model-repository"),
+    INT("http-port", http_port, 0, 65535, "=<int>", "HTTP port (default 8000)"),
+    STR("http-address", http_address, "=<addr>", "HTTP bind address (default 0.0.0.0)"),
+    INT("http-thread-count", http_threads, 1, 1024, "=<int>",
+        "HTTP threads (default: one per CPU, at most 8)"),
+    U64("http-max-input-size", http_max_input, 1, 1ll << 40, "=<int>",
+        "Largest request body in bytes (default 67108864)"),
+    INT("http-max-connections", http_max_conns, 0, 1 << 24, "=<int>",
+        "Open HTTP connections; more get 503 (default: what\n"
+        "the fd limit allows, at most 65536; 0: no limit)"),
+    INT("http-idle-timeout-secs", http_idle_timeout, 0, 1 << 30, "=<int>",
+        "Close connections silent this long (default 300;\n0: never)"),
+    INT("http-request-timeout-secs", http_request_timeout, 0, 1 << 30, "=<int>",
+        "Close a connection whose request body is not all in\n"
+        "this long after its header (default 300; 0: never)"),
+    U64("http-body-memory-limit", http_body_memory, 1, 1ll << 50, "=<int>",
+        "Request body bytes held at once; past it 503 (default:\n"
+        "a quarter of the machine's memory)"),
+    BOOL("allow-http", allow_http, "=<bool>", "Serve HTTP (default true)"),
+    INT("grpc-port", grpc.port, 0, 65535, "=<int>", "gRPC port (default 8001)"),
+    STR("grpc-address", grpc.address, "=<addr>", "gRPC bind address (default 0.0.0.0)"),
+    BOOL("allow-grpc", allow_grpc, "=<bool>", "Serve gRPC (default true)"),
+    BOOL("reuse-grpc-port", grpc.reuse_port, "=<bool>",
+         "Let other processes bind the gRPC port (default false)"),
+    INT("grpc-infer-allocation-pool-size", grpc.infer_pool, 1, 1 << 16, "=<int>",
+        "ModelInfer calls accepted ahead of clients (default 8)"),
+    INT("grpc-infer-thread-count", grpc.threads, 1, 256, "=<int>",
+        "gRPC threads, each serving its own calls (default 1)"),
+    FN("grpc-infer-response-compression-level", set_compression, "=none|low|medium|high",
+       "Compression of ModelInfer responses (default none)"),
+    BOOL("grpc-use-ssl", grpc.use_ssl, "=<bool>", "TLS for gRPC"),
+    BOOL("grpc-use-ssl-mutual", grpc.use_ssl_mutual, "=<bool>",
+         "TLS for gRPC, clients need a certificate too"),
+    STR("grpc-server-cert", grpc.server_cert, "=<pem>", "The server's certificate (TLS)"),
+    STR("grpc-server-key", grpc.server_key, "=<pem>", "The server's key (TLS)"),
+    STR("grpc-root-cert", grpc.root_cert, "=<pem>", "The clients' root certificate (mutual TLS)"),
+    INT("grpc-keepalive-time", grpc.keepalive_time_ms, 0, INT_MAX, "=<ms>",
+        "gRPC keepalive and HTTP/2 settings (Triton's defaults)"),
+    INT("grpc-keepalive-timeout", grpc.keepalive_timeout_ms, 0, INT_MAX, "=<ms>", ""),
+    BOOL("grpc-keepalive-permit-without-calls", grpc.keepalive_permit_without_calls, "=<bool>",
+         ""),
+    INT("grpc-http2-max-pings-without-data", grpc.http2_max_pings_without_data, 0, INT_MAX,
+        "=<int>", ""),
+    INT("grpc-http2-min-recv-ping-interval-without-data", grpc.http2_min_recv_ping_interval_ms,
+        0, INT_MAX, "=<ms>", ""),
+    INT("grpc-http2-max-ping-strikes", grpc.http2_max_ping_strikes, 0, INT_MAX, "=<int>", ""),
+    INT("grpc-max-connection-age", grpc.max_connection_age_ms, 0, INT_MAX, "=<ms>", ""),
+    INT("grpc-max-connection-age-grace", grpc.max_connection_age_grace_ms, 0, INT_MAX, "=<ms>",
+        ""),
+    FN("grpc-header-forward-pattern", ignore, "=<re>",
+       "Accepted: forwarded headers would become request\n"
+       "parameters, which no nereid backend reads"),
+    FN("grpc-restricted-protocol", not_implemented, "=<protocols>:<key>=<value>",
+       "Not implemented yet: refused"),
+    FLAG("disable-auto-complete-config", set_no_autocomplete,
+         "Require complete config.pbtxt files"),
+    FN("strict-model-config", set_strict_model_config, "=<bool>",
+       "Deprecated: use --disable-auto-complete-config"),
+    STR("model-config-name", model_config_name, "=<name>",
+        "Use <model>/configs/<name>.pbtxt when present"),
+    BOOL("exit-on-error", exit_on_error, "=<bool>",
+         "Exit if any model fails to load (default true)"),
+    BOOL("strict-readiness", strict_readiness, "=<bool>",
+         "Ready only when every model is ready (default true)"),
+    INT("exit-timeout-secs", exit_timeout_secs, 0, 1 << 30, "=<int>",
+        "Seconds to wait for in-flight requests at exit\n(default 30)"),
+    FN("model-control-mode", set_control_mode, "=none|poll|explicit",
+       "none: load every model at start, fixed after;\n"
+       "poll: follow the repository's changes; explicit:\n"
+       "load/unload through the repository API (default none)"),
+    INT("repository-poll-secs", poll_secs, 0, INT_MAX, "=<int>",
+        "Seconds between polls in poll mode (default 15)"),
+    FN("load-model", add_load_model, "=<name>",
+       "Explicit mode: load at start (repeatable; * alone: all)"),
+    STR("id", id, "=<string>", "Server identifier (default triton)"),
+    BOOL("inline-execution", inline_execution, "=<bool>",
+         "nereid: run a request on its HTTP/gRPC thread when an\n"
+         "instance is idle, nothing is queued and the model is\n"
+         "quick (default true)"),
+    INT("log-verbose", log_verbose, 0, 1 << 20, "=<int>", "Verbose log level (default 0)"),
+    BOOL("log-info", log_info, "=<bool>", "Info log lines (default true)"),
+    BOOL("log-warning", log_warn, "=<bool>", "Warning log lines (default true)"),
+    BOOL("log-error", log_error, "=<bool>", "Error log lines (default true)"),
+    FN("log-format", set_log_format, "=default|ISO8601", "Log line format"),
+    STR("log-file", log_file, "=<path>", "Write the log to a file"),
+    BOOL("allow-metrics", allow_metrics, "=<bool>", "Serve Prometheus metrics (default true)"),
+    BOOL("allow-cpu-metrics", metrics.cpu, "=<bool>",
+         "CPU utilization and memory metrics (default true)"),
+    BOOL("allow-gpu-metrics", allow_gpu_metrics, "=<bool>",
+         "Accepted; no GPU metrics without GPUs (default true)"),
+    INT("metrics-port", metrics.port, 0, 65535, "=<int>", "Metrics port (default 8002)"),
+    STR("metrics-address", metrics.address, "=<addr>",
+        "Metrics bind address (default: the HTTP address)"),
+    INT("metrics-interval-ms", metrics.interval_ms, 0, INT_MAX, "=<int>",
+        "How often CPU metrics are polled (default 2000)"),
+    FN("metrics-config", set_metrics_config, " <setting>=<value>",
+       "summary_latencies=true, summary_quantiles=<q>:<e>,...,\n"
+       "counter_latencies=false (repeatable)"),
+    FN("host-policy", add_host_policy, "=<name>,<setting>=<value>",
+       "Settings numa-node=<id>, cpu-cores=<list> (0-3,8-11) for\n"
+       "the instances of that policy (instance_group host_policy;\n"
+       "default names cpu, gpu_<id>, model); repeatable"),
+    FN("backend-directory", set_backend_directory, "=<dir>",
+       "Use <dir>/onnxruntime/libonnxruntime.so when there, e.g.\n"
+       "the onnxruntime-gpu build (default: the one make setup\n"
+       "installed; docs/optimization.md)"),
+    FN("cache-directory", ignore_with_warning, "=<dir>", "Accepted and ignored"),
+    FLAG("help", NULL, "This text"),
+};
+
+const nr_cli_opt_t *nr_opts_flags(size_t *n)
+{
+    *n = sizeof(flag_table) / sizeof(flag_table[0]);
+    return flag_table;
+}
+
+void nr_opts_usage(FILE *f)
+{
+    fputs("Usage: nereid [options]\n", f);
+    nr_cli_usage(f, flag_table, sizeof(flag_table) / sizeof(flag_table[0]));
+}
+
+nr_status_t *nr_opts_set(nr_opts_t *o, const char *name, size_t len, const char *value)
+{
+    size_t n;
+    const nr_cli_opt_t *t = nr_opts_flags(&n);
+    const nr_cli_opt_t *f = nr_cli_find(t, n, name, len);
+    if (f == NULL)
+        return nr_status_new(NR_NOT_FOUND, "unrecognized option '--%.*s'", (int)len, name);
+    return nr_cli_set(f, o, value);
+}
+
+void nr_opts_init(nr_opts_t *o)
+{
+    *o = (nr_opts_t){
+        .http_address = "0.0.0.0",
+        .http_port = 8000,
+        .http_threads = 0, /* one per CPU, at most Triton's 8: nr_boot_start */
+        .http_max_input = NR_DEFAULT_HTTP_MAX_INPUT,
+        .http_max_conns = -1,
+        .http_idle_timeout = 300,
+        .http_request_timeout = 300,
+        .autocomplete = true,
+        .exit_on_error = true,
+        .strict_readiness = true,
+        .allow_http = true,
+        .allow_grpc = true,
+        .inline_execution = true,
+        .exit_timeout_secs = 30,
+        .id = "triton",
+        .control_mode = "none",
+        .poll_secs = 15,
+        .log_info = true,
+        .log_warn = true,
+        .log_error = true,
+        .allow_metrics = true,
+        .allow_gpu_metrics = true,
+    };
+    nr_grpc_options_default(&o->grpc);
+    nr_metrics_options_default(&o->metrics);
+}
+
+void nr_opts_free(nr_opts_t *o)
+{
+    free(o->repos);
+    free(o->load_models);
+    o->repos = NULL;
+    o->load_models = NULL;
+    o->n_repos = o->n_load_models = 0;
+}
