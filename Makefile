@@ -19,9 +19,13 @@ PKGS     := libmicrohttpd zlib grpc libprotobuf-c
 CFLAGS   ?= -O2 -g
 # `override`: a CFLAGS given on the command line (make CFLAGS="-O1 -fsanitize=...") gets these
 # appended too, as one from the environment does.
+# -fPIC: the same objects make the binaries and libnereid.so (nereid.h, the C API); within one
+# binary the linker still binds every call directly, and -fno-semantic-interposition lets the
+# compiler inline across a file's own external functions as it would without -fPIC.
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-            -pthread -MMD -MP -I$(ORT_HOME)/include -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen
-LDLIBS   += -Wl,-rpath,$(ORT_HOME)/lib \
+            -pthread -MMD -MP -fPIC -fno-semantic-interposition -I$(ORT_HOME)/include \
+            -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen
+LDLIBS   += -Wl,-rpath,'$$ORIGIN/../lib/nereid:$(ORT_HOME)/lib' \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 
 LIB_SRC  := $(wildcard src/common/*.c src/config/*.c src/proto/*.c src/core/*.c src/backends/*.c \
@@ -42,10 +46,26 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
-.PHONY: all setup gpu-backend models run test unit e2e bench clean asan asan-unit asan-e2e tsan fuzz \
+.PHONY: all setup gpu-backend models run test unit e2e bench clean install asan asan-unit asan-e2e tsan fuzz \
         fuzz-build ci-sanitize check-layers check e2e-fast e2e-timed unit-build san-build asan-build \
         tsan-build
-all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer
+all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer \
+     $(BUILD)/lib/libnereid.so $(BUILD)/bin/nereid-embed
+
+# libnereid.so: the server as a library (include/nereid.h), only the nereid_* functions
+# exported; it finds ONNX Runtime where `make install` puts it ($ORIGIN/nereid) or, in the
+# build tree, in ORT_HOME.
+$(BUILD)/lib/libnereid.so: $(LIB_OBJ) scripts/nereid.map
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libnereid.so -Wl,--version-script=scripts/nereid.map \
+	    -Wl,-rpath,'$$ORIGIN/nereid:$(ORT_HOME)/lib' $(filter %.o,$^) -o $@ \
+	    $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
+
+# examples/embed.c: a program that embeds nereid through nereid.h and libnereid.so alone.
+$(BUILD)/bin/nereid-embed: examples/embed.c include/nereid.h $(BUILD)/lib/libnereid.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD)/lib -lnereid -Wl,-rpath,'$$ORIGIN/../lib:$(ORT_HOME)/lib' \
+	    -pthread
 
 # nereid-perf (src/tools/perf): perf_analyzer's drop-in; it links nereid's common code and the
 # gRPC messages (libnereid.a), gRPC's C core and protobuf-c.
@@ -240,7 +260,7 @@ TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests
                tests/e2e/test_model_control.py tests/e2e/test_ensemble.py
 TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 # The core's unit tests that run instance threads, the scheduler and the repository's reaper.
-TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble
+TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble test_capi
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
 
@@ -307,7 +327,8 @@ ci-sanitize:
 	$(MAKE) tsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 
-bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-load
+bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-load \
+       $(BUILD)/bin/bench-capi-load
 	$(PY) bench/run.py
 	$(PY) bench/protocols.py
 	$(PY) bench/threads.py
@@ -319,6 +340,22 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/perf_tools.py
 	$(PY) bench/guide.py
 	$(PY) bench/ensemble.py
+	$(PY) bench/capi.py
+
+# make install PREFIX=...: the binaries, libnereid.so with nereid.h and a pkg-config file, and
+# the ONNX Runtime libraries the server opens ($(PREFIX)/lib/nereid, where libnereid.so and the
+# binaries look first).
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/nereid
+	install -m 755 $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer \
+	    $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/lib/libnereid.so $(DESTDIR)$(PREFIX)/lib
+	install -m 644 include/nereid.h $(DESTDIR)$(PREFIX)/include
+	cp -a $(ORT_HOME)/lib/. $(DESTDIR)$(PREFIX)/lib/nereid/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*NR_VERSION "\(.*\)".*/\1/p' src/common/version.h)|g' \
+	    scripts/nereid.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nereid.pc
 
 clean:
 	rm -rf $(BUILD)
@@ -329,6 +366,12 @@ clean:
 $(BUILD)/bin/bench-ort-direct: bench/ort_direct.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ -L$(ORT_HOME)/lib -lonnxruntime $(LDLIBS)
+
+# Requests through the C API, in-process (bench/capi.py)
+$(BUILD)/bin/bench-capi-load: bench/capi_load.c include/nereid.h $(BUILD)/lib/libnereid.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD)/lib -lnereid -Wl,-rpath,'$$ORIGIN/../lib:$(ORT_HOME)/lib' \
+	    -pthread
 
 # The JSON infer request parser alone (bench/infer_parse.c; run by hand)
 $(BUILD)/bin/bench-infer-parse: bench/infer_parse.c $(BUILD)/libnereid.a
