@@ -161,6 +161,11 @@ typedef void (*nereid_complete_fn)(void *arg, nereid_response_t *response);
 NEREID_API nereid_error_t *nereid_infer_async(nereid_request_t *r, nereid_complete_fn complete,
                                               void *arg);
 
+/* Asks that what the request has not started yet not start (an ensemble's remaining steps);
+ * the request then ends with CANCELLED "Request was cancelled" unless it finished first. Valid
+ * from nereid_infer_async until the response is deleted, from any thread. */
+NEREID_API void nereid_request_cancel(nereid_request_t *r);
+
 /* The request's failure (owned by the response), or NULL. */
 NEREID_API const nereid_error_t *nereid_response_error(const nereid_response_t *resp);
 NEREID_API const char *nereid_response_id(const nereid_response_t *resp);

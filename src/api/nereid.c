@@ -356,6 +356,7 @@ struct nereid_request {
     void *alloc_arg;
     nereid_complete_fn complete;
     void *complete_arg;
+    atomic_bool cancelled; /* nereid_request_cancel */
 };
 
 nereid_error_t *nereid_request_new(nereid_server_t *s, const char *model, int64_t version,
@@ -371,6 +372,7 @@ nereid_error_t *nereid_request_new(nereid_server_t *s, const char *model, int64_
     r->model = m;
     r->req = nr_req_new(m);
     r->req->frontend = r;
+    r->req->cancelled = &r->cancelled;
     *out = r;
     return NULL;
 }
@@ -455,6 +457,11 @@ nereid_error_t *nereid_infer_async(nereid_request_t *r, nereid_complete_fn compl
     r->req->done = on_done;
     r->req->done_arg = r;
     return ERR(nr_model_submit(r->model, r->req));
+}
+
+void nereid_request_cancel(nereid_request_t *r)
+{
+    atomic_store(&r->cancelled, true);
 }
 
 const nereid_error_t *nereid_response_error(const nereid_response_t *resp)

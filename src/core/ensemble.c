@@ -501,6 +501,10 @@ static size_t reshape(const nr_tensor_t *t, bool from_batching, bool to_batching
 static void launch(run_t *r, uint32_t s)
 {
     const step_t *st = &r->e->steps[s];
+    if (r->req->cancelled != NULL && atomic_load(r->req->cancelled)) { /* the client has gone */
+        step_failed(r, nr_req_error(r->req, NR_CANCELLED, "Request was cancelled"));
+        return;
+    }
     nr_model_t *m = NULL;
     nr_status_t *err = r->e->lookup(r->e->lookup_arg, st->model_name, st->version, &m);
     if (err != NULL) {
@@ -531,6 +535,7 @@ static void launch(run_t *r, uint32_t s)
         sq->priority = req->priority;
         sq->timeout_us = req->timeout_us;
         sq->inline_max_ns = req->inline_max_ns;
+        sq->cancelled = req->cancelled;
         sq->done = step_done;
         sq->done_arg = r;
         sq->frontend = (void *)(uintptr_t)s;
@@ -636,7 +641,8 @@ static void finish(run_t *r)
     if (r->status != NULL) {
         req->status = nr_status_new(r->status->code, "in ensemble '%s', %s", m->name,
                                     r->status->msg);
-        nr_stat_fail(&m->stats, NR_FAIL_OTHER, req->t_end_ns - req->t_start_ns);
+        nr_stat_fail(&m->stats, r->status->code == NR_CANCELLED ? NR_FAIL_CANCELED : NR_FAIL_OTHER,
+                     req->t_end_ns - req->t_start_ns);
     } else {
         bool batching = cfg->max_batch_size > 0;
         for (size_t k = 0; k < req->n_want; k++) {

@@ -72,6 +72,9 @@ struct nr_req_s {
      * execution so far is shorter than this; 0 = no limit. A frontend whose
      * thread serves many clients sets it (gRPC), so a slow model never blocks it. */
     uint64_t inline_max_ns;
+    /* Set by the frontend once the client has gone (NULL: it cannot tell); read by what may
+     * still start work for the request (an ensemble's next steps). Valid until done runs. */
+    const atomic_bool *cancelled;
     nr_req_t *next; /* queue link, owned by the scheduler while queued */
 #ifdef NR_DEBUG
     bool completed; /* done has been called (it must be, exactly once) */

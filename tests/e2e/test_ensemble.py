@@ -378,3 +378,36 @@ def test_streaming_shared_memory_classification_and_metrics(server_factory, repo
     text = get(srv.metrics_port, "/metrics").body.decode()
     assert 'nv_inference_request_success{model="ens_labels",version="1"} 1' in text, text
     assert 'model="ens_labels",version="3"' not in text
+
+
+def test_a_cancelled_stream_starts_no_more_steps(server_factory, repo):
+    """The client cancels its ModelStreamInfer call while the first step of an ensemble waits
+    in a dynamic batcher's queue (2 s of max_queue_delay): that step still ends, the next one
+    never starts, and the ensemble counts a CANCELED failure (Triton cancels over gRPC too)."""
+    slow = repo / "slow_batch"
+    (slow / "1").mkdir(parents=True)
+    (slow / "1" / "model.onnx").write_bytes((repo / "dyn_batch" / "1" / "model.onnx").read_bytes())
+    (slow / "config.pbtxt").write_text(
+        (repo / "dyn_batch" / "config.pbtxt").read_text().replace('"dyn_batch"', '"slow_batch"')
+        .replace("max_queue_delay_microseconds: 100", "max_queue_delay_microseconds: 2000000"))
+    models.write_ensemble(repo, "ens_slow", models.ensemble_chain_config(
+        "ens_slow", first="slow_batch", second="identity_fp32"))
+    srv = server_factory([repo])
+    g = grpcclient.InferenceServerClient(f"127.0.0.1:{srv.grpc_port}")
+    g.start_stream(callback=lambda result, error: None)
+    inp = grpcclient.InferInput("IN", [1, 4], "FP32")
+    inp.set_data_from_numpy(np.ones((1, 4), dtype=np.float32))
+    g.async_stream_infer("ens_slow", [inp])
+    wait_for(lambda: success_counts(g, "slow_batch") == {"1": 0} and get(
+        srv.metrics_port, "/metrics").body.decode().count('nv_inference_pending_request_count'
+                                                          '{model="slow_batch",version="1"} 1'),
+             30, "the first step queued")
+    g.stop_stream(cancel_requests=True)
+
+    def failures():
+        text = get(srv.metrics_port, "/metrics").body.decode()
+        return ('nv_inference_request_failure{model="ens_slow",reason="CANCELED",version="1"} 1'
+                in text)
+    wait_for(failures, 30, "the ensemble request cancelled")
+    assert success_counts(g, "slow_batch") == {"1": 1}  # the step that had started ended
+    assert success_counts(g, "identity_fp32") == {"1": 0}  # the next one never started

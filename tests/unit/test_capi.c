@@ -303,4 +303,50 @@ NR_TEST(options_and_requests_are_refused_with_the_servers_words)
     remove_tree(root);
 }
 
+NR_TEST(a_request_cancelled_through_the_api_starts_no_more_steps)
+{
+    char root[] = "/tmp/nereid-test-capi-d-XXXXXX";
+    ASSERT_NOT_NULL(mkdtemp(root));
+    ASSERT_TRUE(copy_model(root, "identity_fp32", "identity_fp32", IDENT_CFG));
+    ASSERT_TRUE(copy_model(root, "slow", "identity_fp32",
+                           "name: \"slow\"\nbackend: \"onnxruntime\"\nmax_batch_size: 8\n"
+                           "input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+                           "output [ { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+                           "dynamic_batching { max_queue_delay_microseconds: 2000000 }\n"));
+    put_file(root, "chain/config.pbtxt",
+             "name: \"chain\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n"
+             "input [ { name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+             "output [ { name: \"OUT\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+             "ensemble_scheduling { step [ { model_name: \"slow\" model_version: -1 "
+             "input_map { key: \"INPUT0\" value: \"IN\" } output_map { key: \"OUTPUT0\" "
+             "value: \"mid\" } }, { model_name: \"identity_fp32\" model_version: -1 "
+             "input_map { key: \"INPUT0\" value: \"mid\" } output_map { key: \"OUTPUT0\" "
+             "value: \"OUT\" } } ] }\n");
+    put_file(root, "chain/1/.keep", "");
+    nereid_server_t *s = server_over(root, "none");
+    ASSERT_NOT_NULL(s);
+    nereid_request_t *r;
+    ASSERT_NULL(nereid_request_new(s, "chain", -1, &r));
+    float in[2] = {1, 2};
+    int64_t shape[2] = {1, 2};
+    ASSERT_NULL(nereid_request_add_input(r, "IN", "FP32", shape, 2, in, sizeof(in)));
+    waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL};
+    ASSERT_NULL(nereid_infer_async(r, complete, &w));
+    nereid_request_cancel(r); /* while the first step waits out its 2 s queue delay */
+    nereid_response_t *resp = wait_response(&w);
+    const nereid_error_t *e = nereid_response_error(resp);
+    ASSERT_NOT_NULL(e);
+    EXPECT_EQ_INT(nereid_error_code(e), NEREID_ERROR_CANCELLED);
+    EXPECT_STREQ(nereid_error_message(e),
+                 "in ensemble 'chain', [request id: <id_unknown>] Request was cancelled");
+    nereid_response_delete(resp);
+    nereid_statistics_t st;
+    EXPECT_NULL(nereid_model_statistics(s, "slow", -1, &st));
+    EXPECT_EQ_U64(st.success_count, 1); /* the step that had started ended */
+    EXPECT_NULL(nereid_model_statistics(s, "identity_fp32", -1, &st));
+    EXPECT_EQ_U64(st.success_count, 0); /* the next never started */
+    nereid_server_delete(s);
+    remove_tree(root);
+}
+
 NR_TEST_MAIN()

@@ -138,8 +138,16 @@ static void on_done(nr_req_t *req, void *arg)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Submits E_IN = c->in asking for `out` (NULL: every output). */
+/* Submits E_IN = c->in asking for `out` (NULL: every output); `cancelled`, when given, is the
+ * request's flag (request.h). */
+static nr_req_t *submit_flag(fixture_t *f, call_t *c, const char *out, const atomic_bool *flag);
+
 static nr_req_t *submit(fixture_t *f, call_t *c, const char *out)
+{
+    return submit_flag(f, c, out, NULL);
+}
+
+static nr_req_t *submit_flag(fixture_t *f, call_t *c, const char *out, const atomic_bool *flag)
 {
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
@@ -150,6 +158,7 @@ static nr_req_t *submit(fixture_t *f, call_t *c, const char *out)
         st = nr_req_add_output(req, out, strlen(out));
     req->done = on_done;
     req->done_arg = c;
+    req->cancelled = flag;
     if (st == NULL)
         st = nr_model_submit(f->ens, req);
     if (st != NULL) {
@@ -279,6 +288,32 @@ NR_TEST(with_inline_execution_the_graph_runs_on_the_submitting_thread)
     EXPECT_EQ_INT(output_of(req, "E_OUT"), 5);
     EXPECT_EQ_INT(output_of(req, "E_B"), 5);
     nr_req_free(req);
+    fixture_stop(&f);
+}
+
+NR_TEST(a_cancelled_request_starts_no_more_steps)
+{
+    fixture_t f = {0};
+    ASSERT_TRUE(fixture_start(&f, false));
+    gate_reset(true);
+    atomic_bool gone = false;
+    call_t c = {.in = 9};
+    nr_req_t *req = submit_flag(&f, &c, NULL, &gone);
+    ASSERT_NOT_NULL(req);
+    wait_execs(1, 1); /* the first step runs */
+    atomic_store(&gone, true); /* the client goes away */
+    gate_open(0);
+    wait_done(&c);
+    ASSERT_NOT_NULL(req->status);
+    EXPECT_STATUS(nr_status_new(req->status->code, "%s", req->status->msg), NR_CANCELLED,
+                  "in ensemble 'diamond', [request id: <id_unknown>] Request was cancelled");
+    EXPECT_EQ_INT(tb_count(), 1); /* nothing after the step that was running */
+    nr_stats_snap_t sn;
+    nr_stats_snapshot(&f.ens->stats, &sn);
+    EXPECT_EQ_U64(sn.failure[NR_FAIL_CANCELED], 1);
+    nr_stats_snap_free(&sn);
+    nr_req_free(req);
+    gate_open_all();
     fixture_stop(&f);
 }
 

@@ -60,6 +60,7 @@ struct stream_s {
     bool failed;             /* a write failed: end with CANCELLED */
     bool status_sent;
     int cancelled;           /* RECV_CLOSE_ON_SERVER */
+    atomic_bool gone;        /* the client cancelled the call: its requests' `cancelled` */
     atomic_int refs;         /* one per batch in flight, one per request running */
     grpc_slice details;
 };
@@ -241,6 +242,7 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
     if (st == NULL) {
         inf->owner = e;
         inf->on_done = request_done;
+        inf->base.req->cancelled = &s->gone; /* the stream outlives its requests (refs) */
         st = nr_grpc_infer_submit(inf);
         if (st == NULL)
             return; /* request_done completes it, maybe already has */
@@ -359,6 +361,7 @@ static void on_close(nr_grpc_tag_t *t, bool ok)
     (void)ok;
     stream_t *s = CONTAINER(t, stream_t, on_close);
     if (s->cancelled) { /* the client went away: nothing more will be written */
+        atomic_store(&s->gone, true); /* nor started for its requests (request.h) */
         pthread_mutex_lock(&s->mu);
         s->failed = true;
         s->read_done = true;
