@@ -411,3 +411,99 @@ def test_a_cancelled_stream_starts_no_more_steps(server_factory, repo):
     wait_for(failures, 30, "the ensemble request cancelled")
     assert success_counts(g, "slow_batch") == {"1": 1}  # the step that had started ended
     assert success_counts(g, "identity_fp32") == {"1": 0}  # the next one never started
+
+
+# ---- the user guide's ensemble_model, rebuilt with ONNX steps ------------------------------
+
+MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+
+
+def write_user_guide_ensemble(repo):
+    """docs/user_guide/ensemble_models.md's ensemble_model: image_preprocess_model, then
+    classification_model and segmentation_model on its output at once (a fan-out), with the
+    guide's tensor names. Departure: IMAGE is the raw pixels (UINT8 [224,224,3]) rather than
+    an encoded file (TYPE_STRING), which only a Python model can decode (issue #37)."""
+    from onnx import TensorProto as T, helper, numpy_helper
+
+    def save(nodes, name, ins, outs, inits, path):
+        g = helper.make_graph(nodes, name, ins, outs, inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(m.SerializeToString())
+
+    vi = helper.make_tensor_value_info
+    save([helper.make_node("Cast", ["RAW_IMAGE"], ["f"], to=T.FLOAT),
+          helper.make_node("Div", ["f", "k255"], ["s"]),
+          helper.make_node("Sub", ["s", "mean"], ["c"]),
+          helper.make_node("Div", ["c", "std"], ["n"]),
+          helper.make_node("Transpose", ["n"], ["PREPROCESSED_OUTPUT"], perm=[0, 3, 1, 2])],
+         "pre", [vi("RAW_IMAGE", T.UINT8, ["b", 224, 224, 3])],
+         [vi("PREPROCESSED_OUTPUT", T.FLOAT, ["b", 3, 224, 224])],
+         [numpy_helper.from_array(np.array(255, np.float32), "k255"),
+          numpy_helper.from_array(MEAN, "mean"), numpy_helper.from_array(STD, "std")],
+         repo / "image_preprocess_model" / "1" / "model.onnx")
+    w = np.random.default_rng(3).standard_normal((3, 1000)).astype(np.float32)
+    save([helper.make_node("GlobalAveragePool", ["FORMATTED_IMAGE"], ["p"]),
+          helper.make_node("Flatten", ["p"], ["v"]),
+          helper.make_node("MatMul", ["v", "w"], ["l"]),
+          helper.make_node("Softmax", ["l"], ["CLASSIFICATION_OUTPUT"], axis=1)],
+         "cls", [vi("FORMATTED_IMAGE", T.FLOAT, ["b", 3, 224, 224])],
+         [vi("CLASSIFICATION_OUTPUT", T.FLOAT, ["b", 1000])], [numpy_helper.from_array(w, "w")],
+         repo / "classification_model" / "1" / "model.onnx")
+    save([helper.make_node("Sigmoid", ["FORMATTED_IMAGE"], ["SEGMENTATION_OUTPUT"])],
+         "seg", [vi("FORMATTED_IMAGE", T.FLOAT, ["b", 3, 224, 224])],
+         [vi("SEGMENTATION_OUTPUT", T.FLOAT, ["b", 3, 224, 224])], [],
+         repo / "segmentation_model" / "1" / "model.onnx")
+
+    def cfg(name, ins, outs, extra=""):
+        def t(n, ty, dims, more=""):
+            return f'{{ name: "{n}" data_type: {ty} dims: [ {", ".join(map(str, dims))} ] {more}}}'
+        return (f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: 1\n'
+                f"input [ {', '.join(t(*i) for i in ins)} ]\n"
+                f"output [ {', '.join(t(*o) for o in outs)} ]\n{extra}")
+    (repo / "image_preprocess_model" / "config.pbtxt").write_text(cfg(
+        "image_preprocess_model", [("RAW_IMAGE", "TYPE_UINT8", [224, 224, 3])],
+        [("PREPROCESSED_OUTPUT", "TYPE_FP32", [3, 224, 224])]))
+    (repo / "classification_model" / "labels.txt").write_text(
+        "".join(f"class{i}\n" for i in range(1000)))
+    (repo / "classification_model" / "config.pbtxt").write_text(cfg(
+        "classification_model", [("FORMATTED_IMAGE", "TYPE_FP32", [3, 224, 224])],
+        [("CLASSIFICATION_OUTPUT", "TYPE_FP32", [1000], 'label_filename: "labels.txt" ')]))
+    (repo / "segmentation_model" / "config.pbtxt").write_text(cfg(
+        "segmentation_model", [("FORMATTED_IMAGE", "TYPE_FP32", [3, 224, 224])],
+        [("SEGMENTATION_OUTPUT", "TYPE_FP32", [3, 224, 224])]))
+    models.write_ensemble(repo, "ensemble_model", models._ensemble_config(
+        "ensemble_model", 1, [("IMAGE", "TYPE_UINT8", [224, 224, 3])],
+        [("CLASSIFICATION", "TYPE_FP32", [1000]), ("SEGMENTATION", "TYPE_FP32", [3, 224, 224])],
+        [("image_preprocess_model", -1, {"RAW_IMAGE": "IMAGE"},
+          {"PREPROCESSED_OUTPUT": "preprocessed_image"}),
+         ("classification_model", -1, {"FORMATTED_IMAGE": "preprocessed_image"},
+          {"CLASSIFICATION_OUTPUT": "CLASSIFICATION"}),
+         ("segmentation_model", -1, {"FORMATTED_IMAGE": "preprocessed_image"},
+          {"SEGMENTATION_OUTPUT": "SEGMENTATION"})]))
+    return w
+
+
+def test_the_user_guides_ensemble_model_with_onnx_steps(server_factory, tmp_path):
+    repo = tmp_path / "guide"
+    w = write_user_guide_ensemble(repo)
+    srv = server_factory([repo])
+    image = np.random.default_rng(5).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    pre = ((image.astype(np.float32) / 255 - MEAN) / STD).transpose(0, 3, 1, 2)
+    logits = pre.mean(axis=(2, 3)) @ w
+    probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    for mod, url in ((httpclient, srv.url), (grpcclient, f"127.0.0.1:{srv.grpc_port}")):
+        c = mod.InferenceServerClient(url)
+        inp = mod.InferInput("IMAGE", [1, 224, 224, 3], "UINT8")
+        inp.set_data_from_numpy(image)
+        r = c.infer("ensemble_model", [inp])
+        np.testing.assert_allclose(r.as_numpy("CLASSIFICATION"), probs, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(r.as_numpy("SEGMENTATION"), 1 / (1 + np.exp(-pre)),
+                                   rtol=1e-5, atol=1e-6)
+        top = mod.InferRequestedOutput("CLASSIFICATION", class_count=2)
+        got = c.infer("ensemble_model", [inp], outputs=[top]).as_numpy("CLASSIFICATION")
+        best = np.argsort(-probs[0])[:2]
+        assert [x.decode().split(":")[1:] for x in got.reshape(-1)] == [
+            [str(i), f"class{i}"] for i in best]  # the labels of the step it comes from
