@@ -656,6 +656,11 @@ static void finish(run_t *r)
             nr_hold_ref(&r->hold);
         }
         record_success(r, m, req);
+        /* as seen by an ensemble this one is a step of: its compute times are its steps'
+         * sums (Triton adds a nested ensemble's into the outer one's) */
+        req->t_infer_end_ns = req->t_end_ns - r->out_ns;
+        req->t_input_end_ns = req->t_infer_end_ns - r->infer_ns;
+        req->t_exec_ns = req->t_input_end_ns - r->in_ns;
     }
     r->req = NULL;
     atomic_fetch_sub(&e->inflight, 1);

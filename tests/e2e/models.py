@@ -524,3 +524,15 @@ def ensemble_chain_config(name="ensemble_chain", first="identity_fp32", second="
     steps = [(first, -1, {"INPUT0": "IN"}, {"OUTPUT0": "mid"}),
              (second, -1, {"INPUT0": "mid"}, {"OUTPUT0": "OUT"})]
     return _ensemble_config(name, 8, io, out, steps)
+
+
+def ensemble_nested_config(name="ensemble_nested", inner="ensemble_add_sub"):
+    """An ensemble with an ensemble as a step: `inner` (ensemble_add_sub's tensors), then
+    `simple` version 2 on its two outputs. OUT0 = 2 * INPUT0, OUT1 = 2 * INPUT1."""
+    io = [("INPUT0", "TYPE_INT32", INT16), ("INPUT1", "TYPE_INT32", INT16)]
+    out = [("OUT0", "TYPE_INT32", INT16), ("OUT1", "TYPE_INT32", INT16)]
+    steps = [(inner, -1, {"INPUT0": "INPUT0", "INPUT1": "INPUT1"},
+              {"OUTPUT0": "sum", "OUTPUT1": "diff"}),
+             ("simple", 2, {"INPUT0": "sum", "INPUT1": "diff"},
+              {"OUTPUT0": "OUT0", "OUTPUT1": "OUT1"})]
+    return _ensemble_config(name, 8, io, out, steps)

@@ -507,3 +507,21 @@ def test_the_user_guides_ensemble_model_with_onnx_steps(server_factory, tmp_path
         best = np.argsort(-probs[0])[:2]
         assert [x.decode().split(":")[1:] for x in got.reshape(-1)] == [
             [str(i), f"class{i}"] for i in best]  # the labels of the step it comes from
+
+
+def test_an_ensemble_of_an_ensemble(server_factory, repo):
+    """Triton's qa embedded_ensemble: a step that is itself an ensemble. Its compute times add
+    into the outer ensemble's (Triton's sums), and are never negative."""
+    models.write_ensemble(repo, "ensemble_nested", models.ensemble_nested_config())
+    srv = server_factory([repo])
+    c = httpclient.InferenceServerClient(srv.url)
+    for k in range(3):
+        r = c.infer("ensemble_nested", int_inputs(httpclient, ["INPUT0", "INPUT1"], A + k, B))
+        np.testing.assert_array_equal(r.as_numpy("OUT0"), 2 * (A + k))
+        np.testing.assert_array_equal(r.as_numpy("OUT1"), 2 * B)
+    outer = c.get_inference_statistics("ensemble_nested")["model_stats"][0]["inference_stats"]
+    inner = c.get_inference_statistics("ensemble_add_sub")["model_stats"][0]["inference_stats"]
+    for k in ("compute_input", "compute_infer", "compute_output"):
+        assert outer[k]["count"] == 3 and inner[k]["count"] == 3, k
+        # the outer's sums hold the inner's, and one more step's (simple version 2)
+        assert inner[k]["ns"] <= outer[k]["ns"] < 1_000_000_000 * 3, (k, inner[k], outer[k])

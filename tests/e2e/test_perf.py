@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import models
+
 ROOT = Path(__file__).resolve().parents[2]
 PA = ROOT / "scripts" / "perf_analyzer"
 PERF = Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid").parent / "nereid-perf"
@@ -1000,3 +1002,61 @@ def test_statistics_are_the_versions_the_requests_go_to(repos, server_factory, p
         other.wait(timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"^    Successful request count: 300$", r.stdout, re.M), r.stdout
+
+
+# ---- ensembles: the composing models' statistics ----
+
+MULTIPLE_VERSIONS = ("WARNING: Multiple versions of model simple are loaded in the triton "
+                     "server, and the version to use was unspecified. The stats for that model "
+                     "may be inaccurate.")
+
+
+@pytest.mark.parametrize("model", ["ensemble_add_sub", "ensemble_nested"])
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_ensemble_matches_perf_analyzer(server_factory, tmp_path, model, protocol):
+    """An ensemble (Triton's qa ensemble_add_sub over `simple` versions 1 and 2, and an
+    ensemble with it as a step): the Server block is perf_analyzer's, the ensemble's request
+    latency split into its composing models' queue and compute, then `Composing models: `
+    and each one's own block, nested two spaces deeper per level. The steps without a version
+    are reported for the highest version whose counts grew, with perf_analyzer's warning
+    since version 1 grew too. The CSV's server columns are the ensemble's own figures, and
+    every composing model of the ensemble gets its own CSV, <name>_v<version>.<-f file>."""
+    repo = tmp_path / "repo"
+    models.write_simple_two_versions(repo)
+    models.write_ensemble(repo, "ensemble_add_sub", models.ensemble_add_sub_config())
+    models.write_ensemble(repo, "ensemble_nested", models.ensemble_nested_config())
+    srv = server_factory([repo])
+    u = srv.grpc_url if protocol == "grpc" else f"127.0.0.1:{srv.port}"
+    out = {}
+    for name, tool in (("pa", PA), ("perf", PERF)):
+        cwd = tmp_path / name  # perf_analyzer writes the composing CSVs beside a bare -f name
+        cwd.mkdir()
+        r = subprocess.run([str(tool), "-m", model, "-u", u, "-i", protocol, *FAST, "-f",
+                            f"{name}.csv", "--verbose-csv", "--concurrency-range", "1:2"],
+                           cwd=cwd, capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, (name, r.stdout, r.stderr)
+        csvs = {p.name.replace(f".{name}.csv", ".X.csv"): p.read_text().splitlines()
+                for p in cwd.glob("*.csv")}
+        out[name] = (r.stdout, set(r.stderr.splitlines()), csvs)
+    assert template(out["perf"][0]) == template(out["pa"][0]), out["perf"][0]
+    lines = out["perf"][0].splitlines()
+    assert "  Composing models: " in lines and "  simple, version: 2" in lines, out["perf"][0]
+    if model == "ensemble_nested":  # ensemble_add_sub's own models, a level deeper
+        assert "  ensemble_add_sub, version: 1" in lines
+        assert "    Composing models: " in lines and "    simple, version: 1" in lines
+        assert "        Successful request count: N" in template(out["perf"][0])
+    else:
+        assert "  simple, version: 1" in lines
+        assert "      Successful request count: N" in template(out["perf"][0])
+    for name in ("pa", "perf"):
+        assert MULTIPLE_VERSIONS in out[name][1], (name, out[name][1])
+    files = {"ensemble_add_sub": ["pa.csv", "simple_v1.X.csv", "simple_v2.X.csv"],
+             "ensemble_nested": ["ensemble_add_sub_v1.X.csv", "pa.csv", "simple_v2.X.csv"]}
+    pa_csv, perf_csv = out["pa"][2], out["perf"][2]
+    pa_csv["X.csv"], perf_csv["X.csv"] = pa_csv.pop("pa.csv"), perf_csv.pop("perf.csv")
+    assert sorted(perf_csv) == sorted(pa_csv) == sorted(f.replace("pa.csv", "X.csv")
+                                                          for f in files[model]), pa_csv
+    for f in pa_csv:
+        assert perf_csv[f][0] == pa_csv[f][0], f  # the header
+        assert len(perf_csv[f]) == len(pa_csv[f]) == 3, (f, pa_csv[f], perf_csv[f])
+        assert [template(l) for l in perf_csv[f][1:]] == [template(l) for l in pa_csv[f][1:]]

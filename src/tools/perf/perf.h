@@ -4,7 +4,9 @@
  *   perf_http.c     over HTTP: a blocking HTTP/1.1 client (keep-alive), the server and model
  *                   queries perf_analyzer makes, the infer request (binary tensors)
  *   perf_grpc.c     the same over gRPC (gRPC's C core, protobuf-c)
- *   perf_model.c    the model whatever the protocol: request shapes and data, statistics
+ *   perf_model.c    the model whatever the protocol: request shapes and data
+ *   perf_stats.c    server statistics: snapshots, an ensemble's composing models, each
+ *                   window's figures from two snapshots, as perf_analyzer reads them
  *   perf_shm.c      --shared-memory system: the regions, registered over either protocol
  *   perf_profile.c  --profile-export-file: every reported request, perf_analyzer's format
  *   perf_metrics.c  --collect-metrics: the server's GPU series from its Prometheus endpoint
@@ -147,6 +149,13 @@ typedef struct {
     size_t shm_bytes;
 } perf_output_t;
 
+/* One step of an ensemble as perf_analyzer maps them: the ensemble's name, the step's model
+ * and its version ("" for -1: whichever version the server picks). A nested ensemble's steps
+ * are edges under its own name. */
+typedef struct {
+    char *parent, *name, *version;
+} perf_edge_t;
+
 /* --shared-memory system: a region nereid-perf created, /dev/shm/<name> (key "/<name>") */
 typedef struct {
     char *name;
@@ -168,6 +177,8 @@ typedef struct {
                          * worker sends them in turn */
     char *path;        /* /v2/models/<m>[/versions/<v>]/infer */
     nr_buf_t *profile_inputs; /* --profile-export-file: each request's "request_inputs" */
+    perf_edge_t *edges; /* an ensemble's composing models (perf_stats.c); none otherwise */
+    size_t n_edges;
 } perf_model_t;
 
 /* Reads the server and model metadata and config, checks -b against max_batch_size, applies
@@ -245,23 +256,70 @@ bool perf_data_is_file(const perf_opts_t *o);
 /* True when --input-data names a directory. */
 bool perf_data_is_dir(const perf_opts_t *o);
 
+/* ---- perf_stats.c: server statistics ---- */
+
 typedef struct {
     uint64_t inference_count, execution_count, success_count, success_ns;
     uint64_t queue_count, queue_ns, input_count, input_ns, infer_count, infer_ns;
     uint64_t output_count, output_ns;
 } perf_server_stats_t;
 
-/* Without -x, the version whose statistics are read: perf_analyzer reads the highest version
- * whose counts grew, and requests without a version go to the highest version served, so it
- * is the highest listed. `best` is the highest version number so far (-1 at first); returns
- * the new one, and whether `version` is it in *is_best. */
-long long perf_stats_version(const char *version, size_t len, long long best, bool *is_best);
-NR_MUST_CHECK nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o,
-                                             perf_server_stats_t *s);
 /* a += b, and d = now - prev, field by field (every field is a uint64_t counter). */
 void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b);
 void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
                      const perf_server_stats_t *prev);
+
+/* The statistics the server listed at one moment: one entry per model version. */
+typedef struct {
+    char *name, *version;
+    perf_server_stats_t s;
+} perf_stats_entry_t;
+
+typedef struct {
+    perf_stats_entry_t *e;
+    size_t n;
+} perf_snapshot_t;
+
+/* Appends an entry (its counters zero) and returns it. */
+perf_stats_entry_t *perf_snapshot_add(perf_snapshot_t *snap, const char *name, size_t name_len,
+                                      const char *version, size_t version_len);
+void perf_snapshot_free(perf_snapshot_t *snap);
+
+/* A model's config as far as perf_analyzer reads it for its composing models: its name and,
+ * for an ensemble (platform "ensemble"), each step's model and version. */
+typedef struct {
+    char *name;
+    bool ensemble;
+    char **step_models;
+    int64_t *step_versions; /* -1: any */
+    size_t n_steps;
+} perf_config_t;
+
+void perf_config_free(perf_config_t *c);
+/* Fetches the config of model `name` at `version` ("" for the server's choice). */
+typedef nr_status_t *(*perf_config_fn)(void *ctx, const char *name, const char *version,
+                                       perf_config_t *out);
+/* m->edges from the model's own config, as perf_analyzer builds its composing-model map: each
+ * ensemble step, and the steps of every step model that is itself an ensemble (its config
+ * fetched, once per model and version). Nothing for any other model. */
+NR_MUST_CHECK nr_status_t *perf_composing_load(perf_model_t *m, const perf_config_t *top,
+                                               perf_config_fn fetch, void *ctx);
+
+/* A composing model's statistics over a window, in a pre-order list of the ensemble's tree:
+ * the model, the version its statistics are of, its counters, and how many entries after it
+ * are its own composing models (a nested ensemble's). */
+typedef struct {
+    char *name, *version;
+    perf_server_stats_t s;
+    size_t n_desc;
+} perf_comp_t;
+
+void perf_comp_free(perf_comp_t *c, size_t n);
+
+/* perf_http.c: */
+/* GET /v2/models/<m>[/versions/<v>]/stats, or with all /v2/models/stats (every model's). */
+NR_MUST_CHECK nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o, bool all,
+                                             perf_snapshot_t *snap);
 
 /* ---- perf_grpc.c (nr_grpc_lib_init() first) ---- */
 
@@ -281,8 +339,9 @@ void perf_grpc_close(perf_grpc_t *g);
 /* perf_model_load over gRPC: m->request is the serialized ModelInferRequest. */
 NR_MUST_CHECK nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o,
                                                 perf_model_t *m);
-NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o,
-                                                  perf_server_stats_t *s);
+/* ModelStatistics: every version of -m (-x's only, when given), or with all every model's. */
+NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o, bool all,
+                                                  perf_snapshot_t *snap);
 /* SystemSharedMemoryRegister (key "/<name>", offset 0); name NULL: SystemSharedMemoryUnregister
  * of every region. */
 NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
@@ -366,6 +425,8 @@ typedef struct {
     uint64_t lib_ns;           /* sum over count of the exchanges' own time (send to answer) */
     perf_server_stats_t server; /* delta over the window */
     bool have_server;
+    perf_comp_t *comp; /* an ensemble's composing models over the window (perf_stats.c) */
+    size_t n_comp;
     perf_gpus_t gpus; /* --collect-metrics */
     char *error; /* the first failed request's message */
     nr_buf_t records;  /* --profile-export-file: its requests, JSON objects joined by commas */
@@ -390,6 +451,18 @@ uint64_t perf_load_pending_count(perf_load_t *l);
 void perf_load_stop(perf_load_t *l);
 void perf_window_merge(perf_window_t *into, const perf_window_t *from);
 void perf_window_free(perf_window_t *w);
+
+/* perf_stats.c: a window's server figures from the snapshots before and after it: -m's (-x's
+ * version, else the highest the server lists) into w->server, and an ensemble's composing
+ * models into w->comp as perf_analyzer summarizes them (a step without a version: the highest
+ * version whose queue count grew, with perf_analyzer's warning when several did). The error
+ * is perf_analyzer's ("failed to find the requested model version"). */
+NR_MUST_CHECK nr_status_t *perf_stats_window(const perf_opts_t *o, const perf_model_t *m,
+                                             const perf_snapshot_t *prev,
+                                             const perf_snapshot_t *now, perf_window_t *w);
+/* into->comp += from->comp, entry by entry; the first window merged gives the tree, as
+ * perf_analyzer merges the composing models the first of the windows lists. */
+void perf_comp_merge(perf_window_t *into, const perf_window_t *from);
 
 /* ---- perf_metrics.c: --collect-metrics ---- */
 

@@ -22,6 +22,34 @@ nr_status_t *perf_write_file(const char *path, const nr_buf_t *b)
     return ok ? NULL : nr_status_new(NR_INVALID_ARG, "failed to write '%s'", path);
 }
 
+/* A model's server figures; an ensemble's with its composing models' ("composing_models":
+ * name, version and the same figures, a nested ensemble's with its own). */
+static void json_server(nr_buf_t *b, const perf_server_stats_t *s, const perf_comp_t *comp,
+                        size_t n_comp)
+{
+    nr_buf_printf(b, "{\"inference_count\":%llu,\"execution_count\":%llu,\"success_count\":%llu,"
+                  "\"success_ns\":%llu,\"queue_ns\":%llu,\"compute_input_ns\":%llu,"
+                  "\"compute_infer_ns\":%llu,\"compute_output_ns\":%llu",
+                  (unsigned long long)s->inference_count, (unsigned long long)s->execution_count,
+                  (unsigned long long)s->success_count, (unsigned long long)s->success_ns,
+                  (unsigned long long)s->queue_ns, (unsigned long long)s->input_ns,
+                  (unsigned long long)s->infer_ns, (unsigned long long)s->output_ns);
+    if (n_comp)
+        nr_buf_puts(b, ",\"composing_models\":[");
+    for (size_t i = 0; i < n_comp; i += 1 + comp[i].n_desc) {
+        nr_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        nr_buf_json_str(b, comp[i].name, strlen(comp[i].name));
+        nr_buf_puts(b, ",\"version\":");
+        nr_buf_json_str(b, comp[i].version, strlen(comp[i].version));
+        nr_buf_puts(b, ",\"server\":");
+        json_server(b, &comp[i].s, &comp[i + 1], comp[i].n_desc);
+        nr_buf_putc(b, '}');
+    }
+    if (n_comp)
+        nr_buf_putc(b, ']');
+    nr_buf_putc(b, '}');
+}
+
 nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps, size_t n)
 {
     nr_buf_t b;
@@ -57,16 +85,8 @@ nr_status_t *perf_write_json(const perf_opts_t *o, const perf_step_t *steps, siz
                       (double)w->send_ns / c / 1e3, (double)w->recv_ns / c / 1e3,
                       (double)w->lib_ns / c / 1e3);
         if (w->have_server) {
-            const perf_server_stats_t *s = &w->server;
-            nr_buf_printf(&b, ",\"server\":{\"inference_count\":%llu,\"execution_count\":%llu,"
-                          "\"success_count\":%llu,\"success_ns\":%llu,\"queue_ns\":%llu,"
-                          "\"compute_input_ns\":%llu,\"compute_infer_ns\":%llu,"
-                          "\"compute_output_ns\":%llu}",
-                          (unsigned long long)s->inference_count,
-                          (unsigned long long)s->execution_count,
-                          (unsigned long long)s->success_count, (unsigned long long)s->success_ns,
-                          (unsigned long long)s->queue_ns, (unsigned long long)s->input_ns,
-                          (unsigned long long)s->infer_ns, (unsigned long long)s->output_ns);
+            nr_buf_puts(&b, ",\"server\":");
+            json_server(&b, &w->server, w->comp, w->n_comp);
         }
         /* every non-empty bucket: [lowest ns, highest ns, count] */
         nr_buf_puts(&b, ",\"histogram_ns\":[");

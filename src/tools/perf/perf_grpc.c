@@ -436,35 +436,116 @@ static nr_status_t *query(perf_grpc_t *g, const char *what, const char *method,
     return NULL;
 }
 
-/* ModelConfig's max_batch_size (field 4, a varint) from its serialized bytes. */
+/* ModelConfig comes as bytes in nereid's .proto description (its schema is config/'s): the
+ * few fields nereid-perf reads are walked by hand. */
+typedef struct {
+    const uint8_t *p;
+    size_t n, at;
+    uint32_t field;
+    uint64_t v;         /* a varint's value */
+    const uint8_t *buf; /* a length-delimited field's bytes, len long */
+    size_t len;
+} pb_reader_t;
+
+/* The next field into r (field, and v or buf/len by its wire type); false at the end or on
+ * bytes that do not parse. */
+static bool pb_next(pb_reader_t *r)
+{
+    uint64_t tag;
+    size_t k = nr_varint_get(r->p + r->at, r->n - r->at, &tag);
+    if (k == 0)
+        return false;
+    r->at += k;
+    r->field = (uint32_t)(tag >> 3);
+    r->buf = NULL;
+    switch (tag & 7) {
+    case 0:
+        k = nr_varint_get(r->p + r->at, r->n - r->at, &r->v);
+        break;
+    case 1: k = 8; break;
+    case 5: k = 4; break;
+    case 2:
+        if ((k = nr_varint_get(r->p + r->at, r->n - r->at, &r->len)) == 0 ||
+            r->len > r->n - r->at - k)
+            return false;
+        r->buf = r->p + r->at + k;
+        k += r->len;
+        break;
+    default: return false;
+    }
+    if (k == 0 || k > r->n - r->at)
+        return false;
+    r->at += k;
+    return true;
+}
+
+/* ModelConfig's max_batch_size (field 4, a varint). */
 static int max_batch_size(const uint8_t *p, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        uint64_t tag, v;
-        size_t k = nr_varint_get(p + i, n - i, &tag);
-        if (k == 0)
-            return 0;
-        i += k;
-        switch (tag & 7) {
-        case 0:
-            if ((k = nr_varint_get(p + i, n - i, &v)) == 0)
-                return 0;
-            if (tag >> 3 == 4)
-                return (int)v;
-            i += k;
-            break;
-        case 1: i += 8; break;
-        case 5: i += 4; break;
-        case 2:
-            if ((k = nr_varint_get(p + i, n - i, &v)) == 0 || v > n)
-                return 0;
-            i += k + v;
-            break;
-        default: return 0;
-        }
-    }
+    pb_reader_t r = {.p = p, .n = n};
+    while (pb_next(&r))
+        if (r.field == 4 && r.buf == NULL)
+            return (int)r.v;
     return 0;
+}
+
+/* A ModelConfig's name (field 1), whether its platform (2) is "ensemble", and its
+ * ensemble_scheduling's (15) steps (1): model_name (1) and model_version (2, an int64: -1 is
+ * ten bytes). */
+static void grpc_config(const uint8_t *p, size_t n, perf_config_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pb_reader_t r = {.p = p, .n = n}, sched = {0};
+    while (pb_next(&r)) {
+        if (r.field == 1 && r.buf && out->name == NULL)
+            out->name = nr_strndup((const char *)r.buf, r.len);
+        else if (r.field == 2 && r.buf)
+            out->ensemble = r.len == 8 && memcmp(r.buf, "ensemble", 8) == 0;
+        else if (r.field == 15 && r.buf)
+            sched = (pb_reader_t){.p = r.buf, .n = r.len};
+    }
+    if (out->name == NULL)
+        out->name = nr_strdup("");
+    while (out->ensemble && sched.p && pb_next(&sched)) {
+        if (sched.field != 1 || sched.buf == NULL)
+            continue;
+        out->step_models = nr_realloc(out->step_models, (out->n_steps + 1) * sizeof(char *));
+        out->step_versions = nr_realloc(out->step_versions,
+                                        (out->n_steps + 1) * sizeof(int64_t));
+        char *name = NULL;
+        int64_t version = 0;
+        pb_reader_t step = {.p = sched.buf, .n = sched.len};
+        while (pb_next(&step)) {
+            if (step.field == 1 && step.buf && name == NULL)
+                name = nr_strndup((const char *)step.buf, step.len);
+            else if (step.field == 2 && step.buf == NULL)
+                version = (int64_t)step.v;
+        }
+        out->step_models[out->n_steps] = name ? name : nr_strdup("");
+        out->step_versions[out->n_steps++] = version;
+    }
+}
+
+/* perf_config_fn over gRPC: ModelConfig; an error in perf_analyzer's words for a composing
+ * model's config. */
+static nr_status_t *grpc_fetch_config(void *ctx, const char *name, const char *version,
+                                      perf_config_t *out)
+{
+    nr_buf_t resp;
+    nr_buf_init(&resp);
+    Inference__ModelConfigRequest req = INFERENCE__MODEL_CONFIG_REQUEST__INIT;
+    req.name = (char *)name, req.version = (char *)version;
+    nr_status_t *st = call_msg(ctx, METHOD("ModelConfig"), &req.base, &resp);
+    Inference__ModelConfigResponse *cfg = NULL;
+    if (st == NULL && (cfg = inference__model_config_response__unpack(
+                           NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
+        st = nr_status_new(NR_INTERNAL, "unreadable response");
+    if (st == NULL)
+        grpc_config(cfg->config.data, cfg->config.len, out);
+    if (cfg)
+        inference__model_config_response__free_unpacked(cfg, NULL);
+    nr_buf_free(&resp);
+    return st ? nr_status_prefix(st, "failed to create model parser: ") : NULL;
 }
 
 /* --shared-memory system: a tensor's two parameters, shared_memory_region and
@@ -579,6 +660,12 @@ nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_mod
     if (st == NULL && (cfg = inference__model_config_response__unpack(
                            NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
         st = nr_status_new(NR_INTERNAL, "failed to get model config: unreadable response");
+    if (st == NULL) { /* an ensemble: its composing models, as perf_analyzer's parser */
+        perf_config_t top;
+        grpc_config(cfg->config.data, cfg->config.len, &top);
+        st = perf_composing_load(m, &top, grpc_fetch_config, g);
+        perf_config_free(&top);
+    }
     Inference__ServerMetadataRequest sreq = INFERENCE__SERVER_METADATA_REQUEST__INIT;
     if (st == NULL)
         st = query(g, "server metadata", METHOD("ServerMetadata"), &sreq.base, &resp);
@@ -663,29 +750,27 @@ static void add_duration(uint64_t *count, uint64_t *ns, const Inference__Statist
         *count += d->count, *ns += d->ns;
 }
 
-nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o, perf_server_stats_t *s)
+nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opts_t *o, bool all,
+                                    perf_snapshot_t *snap)
 {
     nr_buf_t resp;
     nr_buf_init(&resp);
     Inference__ModelStatisticsRequest req = INFERENCE__MODEL_STATISTICS_REQUEST__INIT;
-    req.name = (char *)o->model, req.version = (char *)(o->version ? o->version : "");
-    memset(s, 0, sizeof(*s));
+    req.name = (char *)(all ? "" : o->model); /* "": every model */
+    req.version = (char *)(!all && o->version ? o->version : "");
+    memset(snap, 0, sizeof(*snap));
     nr_status_t *st = query(g, "model statistics", METHOD("ModelStatistics"), &req.base, &resp);
     Inference__ModelStatisticsResponse *r = NULL;
     if (st == NULL && (r = inference__model_statistics_response__unpack(
                            NULL, resp.len, (const uint8_t *)resp.data)) == NULL)
         st = nr_status_new(NR_INTERNAL, "failed to get model statistics: unreadable response");
-    long long best = -1; /* without -x: the highest version's (perf_stats_version) */
     for (size_t i = 0; r && i < r->n_model_stats; i++) {
         const Inference__ModelStatistics *e = r->model_stats[i];
         const Inference__InferStatistics *is = e->inference_stats;
-        bool is_best;
-        best = perf_stats_version(e->version, strlen(e->version), best, &is_best);
-        if (!is_best)
-            continue;
-        memset(s, 0, sizeof(*s));
-        s->inference_count += e->inference_count;
-        s->execution_count += e->execution_count;
+        perf_server_stats_t *s =
+            &perf_snapshot_add(snap, e->name, strlen(e->name), e->version, strlen(e->version))->s;
+        s->inference_count = e->inference_count;
+        s->execution_count = e->execution_count;
         if (is == NULL)
             continue;
         add_duration(&s->success_count, &s->success_ns, is->success);

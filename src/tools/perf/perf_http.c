@@ -359,6 +359,52 @@ static nr_status_t *http_request(void *arg, const perf_model_t *m, const nr_buf_
     return NULL;
 }
 
+/* A config's name and, for an ensemble, its steps (perf_config_t). Triton's JSON writes
+ * int64 fields such as model_version as strings, nereid's as numbers: both are read. */
+static void http_config(const nr_jv_t *cfg, perf_config_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->name = jstr(nr_jv_get(cfg, "name"));
+    const nr_jv_t *pf = nr_jv_get(cfg, "platform");
+    out->ensemble = pf && pf->type == NR_JV_STRING && pf->n == 8 &&
+                    memcmp(pf->u.str, "ensemble", 8) == 0;
+    const nr_jv_t *steps = nr_jv_get(nr_jv_get(cfg, "ensemble_scheduling"), "step");
+    if (!out->ensemble || steps == NULL || steps->type != NR_JV_ARRAY)
+        return;
+    out->step_models = nr_calloc(steps->n + 1, sizeof(char *));
+    out->step_versions = nr_calloc(steps->n + 1, sizeof(int64_t));
+    for (size_t i = 0; i < steps->n; i++, out->n_steps++) {
+        const nr_jv_t *st = &steps->u.items[i], *v = nr_jv_get(st, "model_version");
+        out->step_models[i] = jstr(nr_jv_get(st, "model_name"));
+        if (v && v->type == NR_JV_STRING)
+            out->step_versions[i] = strtoll(v->u.str, NULL, 10);
+        else if (v && nr_jv_is_number(v))
+            out->step_versions[i] = (int64_t)nr_jv_number(v);
+    }
+}
+
+/* perf_config_fn over HTTP: GET /v2/models/<name>[/versions/<version>]/config; an error in
+ * perf_analyzer's words for a composing model's config. */
+static nr_status_t *http_fetch_config(void *ctx, const char *name, const char *version,
+                                      perf_config_t *out)
+{
+    char *path = *version ? nr_asprintf("/v2/models/%s/versions/%s/config", name, version)
+                          : nr_asprintf("/v2/models/%s/config", name);
+    char *text = NULL;
+    size_t len;
+    nr_json_doc_t *doc = NULL;
+    const nr_jv_t *root;
+    nr_status_t *st = perf_get_body(ctx, path, &text, &len);
+    if (st == NULL)
+        st = nr_json_parse(text, len, &doc, &root);
+    if (st == NULL)
+        http_config(root, out);
+    nr_json_free(doc);
+    free(text);
+    free(path);
+    return st ? nr_status_prefix(st, "failed to create model parser: ") : NULL;
+}
+
 nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t *m)
 {
     perf_model_init(m, o);
@@ -372,6 +418,12 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
         goto out;
     path = nr_asprintf("%s/config", base);
     if ((st = fetch(c, "model config", path, &t3, &d3, &cfg)) != NULL)
+        goto out;
+    perf_config_t top; /* an ensemble: its composing models, as perf_analyzer's parser */
+    http_config(cfg, &top);
+    st = perf_composing_load(m, &top, http_fetch_config, c);
+    perf_config_free(&top);
+    if (st)
         goto out;
     if ((st = fetch(c, "server metadata", "/v2", &t1, &d1, &server)) != NULL)
         goto out;
@@ -478,42 +530,46 @@ static uint64_t u64_at(const nr_jv_t *o, const char *a, const char *b)
     return v && nr_jv_is_uint(v) ? (uint64_t)v->u.i : 0;
 }
 
-nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o, perf_server_stats_t *s)
+/* A JSON string's text, or `dflt`. */
+static const char *str_or(const nr_jv_t *v, const char *dflt, size_t *len)
 {
-    char *path = o->version ? nr_asprintf("/v2/models/%s/versions/%s/stats", o->model, o->version)
-                            : nr_asprintf("/v2/models/%s/stats", o->model);
+    bool ok = v && v->type == NR_JV_STRING;
+    *len = ok ? v->n : strlen(dflt);
+    return ok ? v->u.str : dflt;
+}
+
+nr_status_t *perf_server_stats(perf_conn_t *c, const perf_opts_t *o, bool all,
+                               perf_snapshot_t *snap)
+{
+    char *path = all          ? nr_strdup("/v2/models/stats")
+                 : o->version ? nr_asprintf("/v2/models/%s/versions/%s/stats", o->model,
+                                            o->version)
+                              : nr_asprintf("/v2/models/%s/stats", o->model);
     char *text = NULL;
     nr_json_doc_t *doc = NULL;
     const nr_jv_t *root;
     nr_status_t *st = fetch(c, "model statistics", path, &text, &doc, &root);
     free(path);
-    memset(s, 0, sizeof(*s));
-    if (st == NULL) {
-        /* without -x the server lists every version it serves: the highest one's are read */
-        const nr_jv_t *list = nr_jv_get(root, "model_stats");
-        long long best = -1;
-        for (size_t i = 0; list && list->type == NR_JV_ARRAY && i < list->n; i++) {
-            const nr_jv_t *e = &list->u.items[i], *is = nr_jv_get(e, "inference_stats");
-            const nr_jv_t *v = nr_jv_get(e, "version");
-            bool is_best;
-            best = perf_stats_version(v && v->type == NR_JV_STRING ? v->u.str : "0",
-                                      v && v->type == NR_JV_STRING ? v->n : 1, best, &is_best);
-            if (!is_best)
-                continue;
-            memset(s, 0, sizeof(*s));
-            s->inference_count += u64_at(e, "inference_count", NULL);
-            s->execution_count += u64_at(e, "execution_count", NULL);
-            s->success_count += u64_at(is, "success", "count");
-            s->success_ns += u64_at(is, "success", "ns");
-            s->queue_count += u64_at(is, "queue", "count");
-            s->queue_ns += u64_at(is, "queue", "ns");
-            s->input_count += u64_at(is, "compute_input", "count");
-            s->input_ns += u64_at(is, "compute_input", "ns");
-            s->infer_count += u64_at(is, "compute_infer", "count");
-            s->infer_ns += u64_at(is, "compute_infer", "ns");
-            s->output_count += u64_at(is, "compute_output", "count");
-            s->output_ns += u64_at(is, "compute_output", "ns");
-        }
+    memset(snap, 0, sizeof(*snap));
+    const nr_jv_t *list = st ? NULL : nr_jv_get(root, "model_stats");
+    for (size_t i = 0; list && list->type == NR_JV_ARRAY && i < list->n; i++) {
+        const nr_jv_t *e = &list->u.items[i], *is = nr_jv_get(e, "inference_stats");
+        size_t nl, vl;
+        const char *name = str_or(nr_jv_get(e, "name"), "", &nl);
+        const char *version = str_or(nr_jv_get(e, "version"), "0", &vl);
+        perf_server_stats_t *s = &perf_snapshot_add(snap, name, nl, version, vl)->s;
+        s->inference_count = u64_at(e, "inference_count", NULL);
+        s->execution_count = u64_at(e, "execution_count", NULL);
+        s->success_count = u64_at(is, "success", "count");
+        s->success_ns = u64_at(is, "success", "ns");
+        s->queue_count = u64_at(is, "queue", "count");
+        s->queue_ns = u64_at(is, "queue", "ns");
+        s->input_count = u64_at(is, "compute_input", "count");
+        s->input_ns = u64_at(is, "compute_input", "ns");
+        s->infer_count = u64_at(is, "compute_infer", "count");
+        s->infer_ns = u64_at(is, "compute_infer", "ns");
+        s->output_count = u64_at(is, "compute_output", "count");
+        s->output_ns = u64_at(is, "compute_output", "ns");
     }
     nr_json_free(doc);
     free(text);

@@ -309,6 +309,7 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
     if (from->have_server) {
         perf_stats_add(&into->server, &from->server);
         into->have_server = true;
+        perf_comp_merge(into, from);
     }
     perf_gpus_merge(&into->gpus, &from->gpus);
     if (into->error == NULL && from->error)
@@ -335,6 +336,7 @@ void perf_window_free(perf_window_t *w)
     free(w->error);
     nr_buf_free(&w->records);
     free(w->bounds);
+    perf_comp_free(w->comp, w->n_comp);
     memset(w, 0, sizeof(*w));
 }
 

@@ -5,7 +5,8 @@
  * three agree within --stability-percentage on throughput and on the stabilizing latency (the
  * average, or p<--percentile>), or --max-trials windows passed, or one of the last three reached
  * --latency-threshold. The reported figures merge the last three windows. Server statistics are
- * read before the first window and after each one; their differences are the Server block.
+ * read before the first window and after each one; their differences (perf_stats.c) are the
+ * Server block, an ensemble's composing models included.
  * nereid-perf's sweep and nereid-analyzer's runs both measure through perf_measure.
  */
 #include "perf.h"
@@ -124,15 +125,20 @@ static void wait_window(perf_ctl_t *c, const perf_opts_t *o, uint64_t ms, perf_g
     }
 }
 
-static nr_status_t *ctl_stats(perf_ctl_t *c, const perf_opts_t *o, perf_server_stats_t *s)
+/* The server's statistics now: -m's, or for an ensemble every model's (perf_analyzer's
+ * GetServerSideStatus), its composing models being reported too. */
+static nr_status_t *ctl_stats(perf_ctl_t *c, const perf_opts_t *o, const perf_model_t *m,
+                              perf_snapshot_t *s)
 {
-    return c->grpc ? perf_grpc_server_stats(&c->g, o, s) : perf_server_stats(&c->http, o, s);
+    bool all = m->n_edges > 0;
+    return c->grpc ? perf_grpc_server_stats(&c->g, o, all, s)
+                   : perf_server_stats(&c->http, o, all, s);
 }
 
 /* One part's state across the windows. */
 typedef struct {
     perf_load_t *load;
-    perf_server_stats_t prev;
+    perf_snapshot_t prev; /* the statistics at the last window's end */
     perf_window_t wins[3], all;
     double *thr; /* throughput per window */
 } part_state_t;
@@ -147,25 +153,33 @@ static int part_window(perf_ctl_t *conn, perf_part_t *p, part_state_t *ps, int d
     perf_window_free(w);
     perf_load_cut(ps->load, w);
     w->gpus = *gpus;
+    nr_status_t *version_err = NULL; /* perf_analyzer's, after its checks of the requests */
     if (p->m->has_stats) {
-        perf_server_stats_t now;
-        nr_status_t *st = ctl_stats(conn, o, &now);
+        perf_snapshot_t now;
+        nr_status_t *st = ctl_stats(conn, o, p->m, &now);
         if (st)
             return fail(st, why, why_len);
-        perf_stats_diff(&w->server, &now, &ps->prev);
-        w->have_server = true;
+        version_err = perf_stats_window(o, p->m, &ps->prev, &now, w);
+        perf_snapshot_free(&ps->prev);
         ps->prev = now;
     }
     if (w->errors) { /* perf_analyzer's words for a failed request */
+        nr_status_free(version_err);
         snprintf(why, why_len, "Failed to maintain requested inference load. Worker thread(s) "
                  "failed to generate concurrent requests.\nThread [0] had error: %s",
                  w->error ? w->error : "inference failed");
         return PERF_EXIT_ERROR;
     }
     if (w->count == 0) {
+        nr_status_free(version_err);
         snprintf(why, why_len, "No valid requests recorded within time interval. Please use a "
                  "larger time window.");
         return PERF_EXIT_NO_REQUESTS;
+    }
+    if (version_err) { /* printed as perf_analyzer prints it, without "error: " */
+        snprintf(why, why_len, "%s", version_err->msg);
+        nr_status_free(version_err);
+        return PERF_EXIT_ERROR;
     }
     ps->thr[done - 1] = perf_throughput(o, w);
     if (o->report_unstable) /* kept only for that flag: a level's every window */
@@ -243,12 +257,12 @@ int perf_measure_parts(perf_ctl_t *conn, perf_part_t *parts, size_t n, char *why
         ps[started].thr = nr_calloc((size_t)o->max_trials + 1, sizeof(double));
         /* --request-count: every request sent is counted, so the statistics come first */
         if (o->request_total && p->m->has_stats)
-            st = ctl_stats(conn, p->o, &ps[started].prev);
+            st = ctl_stats(conn, p->o, p->m, &ps[started].prev);
         if (st == NULL)
             st = perf_load_start(p->o, p->m, p->s->value, p->o->rate_mode ? p->s->rate : 0,
                                  &ps[started].load);
         if (st == NULL && p->m->has_stats && !o->request_total)
-            st = ctl_stats(conn, p->o, &ps[started].prev);
+            st = ctl_stats(conn, p->o, p->m, &ps[started].prev);
     }
     if (st)
         rc = fail(st, why, why_len);
@@ -286,6 +300,7 @@ int perf_measure_parts(perf_ctl_t *conn, perf_part_t *parts, size_t n, char *why
         else
             memset(&parts[i].s->merged, 0, sizeof(parts[i].s->merged));
         perf_window_free(&ps[i].all);
+        perf_snapshot_free(&ps[i].prev);
         free(ps[i].thr);
         for (int k = 0; k < 3; k++)
             perf_window_free(&ps[i].wins[k]);

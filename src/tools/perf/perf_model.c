@@ -1,7 +1,7 @@
 /* perf_model.c - what nereid-perf knows of the model whatever the protocol (perf.h): each
  * input's request shape (--shape, -b) and data (--input-data zero|random, --string-length),
- * perf_analyzer's batch check, and the arithmetic on server statistics. perf_http.c and
- * perf_grpc.c read the metadata and build their request from this.
+ * and perf_analyzer's batch check. perf_http.c and perf_grpc.c read the metadata and build
+ * their request from this.
  */
 #include "perf.h"
 
@@ -174,42 +174,13 @@ void perf_model_free(perf_model_t *m)
     }
     free(m->requests);
     free(m->profile_inputs);
+    for (size_t i = 0; i < m->n_edges; i++) {
+        free(m->edges[i].parent);
+        free(m->edges[i].name);
+        free(m->edges[i].version);
+    }
+    free(m->edges);
     perf_shm_free(m);
-}
-
-/* ---- server statistics ---- */
-
-long long perf_stats_version(const char *version, size_t len, long long best, bool *is_best)
-{
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) - 1 ? len : sizeof(buf) - 1),
-             version);
-    long long v = strtoll(buf, NULL, 10);
-    *is_best = v > best;
-    return v > best ? v : best;
-}
-
-#define N_STATS (sizeof(perf_server_stats_t) / sizeof(uint64_t)) /* all uint64_t */
-
-void perf_stats_add(perf_server_stats_t *a, const perf_server_stats_t *b)
-{
-    uint64_t v[N_STATS], w[N_STATS];
-    memcpy(v, a, sizeof(v));
-    memcpy(w, b, sizeof(w));
-    for (size_t i = 0; i < N_STATS; i++)
-        v[i] += w[i];
-    memcpy(a, v, sizeof(v));
-}
-
-void perf_stats_diff(perf_server_stats_t *d, const perf_server_stats_t *now,
-                     const perf_server_stats_t *prev)
-{
-    uint64_t v[N_STATS], w[N_STATS];
-    memcpy(v, now, sizeof(v));
-    memcpy(w, prev, sizeof(w));
-    for (size_t i = 0; i < N_STATS; i++)
-        v[i] -= w[i];
-    memcpy(d, v, sizeof(v));
 }
 
 bool perf_data_is_file(const perf_opts_t *o)

@@ -1,6 +1,7 @@
 /* perf_report.c - perf_analyzer's console output, summary and CSV, line for line (perf.h;
- * the format is perf_analyzer 2.51's: ../shared/spec/perf_tools.md, A3 and A4). Latencies
- * print as truncated microseconds, rates as iostream's default (%g).
+ * the format is perf_analyzer 2.51's: ../shared/spec/perf_tools.md, A3 and A4), an
+ * ensemble's composing models included. Latencies print as truncated microseconds, rates as
+ * iostream's default (%g).
  */
 #include "perf.h"
 
@@ -142,6 +143,58 @@ static void print_gpus(const perf_gpus_t *g)
         printf("      %s : %.0f bytes\n", g->gpu[i].uuid, g->gpu[i].mem_total);
 }
 
+/* An ensemble's queue and compute times (us): perf_analyzer's sums over its composing models
+ * (a nested ensemble's own composing models in its place) of each one's averages. */
+static void ensemble_times(const perf_comp_t *c, size_t n, uint64_t *queue, uint64_t *compute)
+{
+    for (size_t i = 0; i < n; i += 1 + c[i].n_desc) {
+        if (c[i].n_desc) {
+            ensemble_times(&c[i + 1], c[i].n_desc, queue, compute);
+            continue;
+        }
+        server_avg_t a = server_avg(&c[i].s);
+        *queue += a.queue;
+        *compute += a.compute;
+    }
+}
+
+/* perf_analyzer's server block at nesting `level` (the model's is 1, its composing models' 2,
+ * ...: two more spaces each): the counts, then the average request latency with its parts
+ * and a blank line; an ensemble's parts are its composing models' queue and compute, which
+ * follow, each with its own block. No requests: one line, and no blank one. */
+static void print_server(const perf_server_stats_t *s, const perf_comp_t *comp, size_t n_comp,
+                         int level)
+{
+    int ind = 2 * level;
+    if (s->success_count == 0) {
+        printf("%*s  Request count: 0\n", ind, "");
+        return;
+    }
+    server_avg_t a = server_avg(s);
+    printf("%*s  Inference count: %llu\n", ind, "", (unsigned long long)s->inference_count);
+    printf("%*s  Execution count: %llu\n", ind, "", (unsigned long long)s->execution_count);
+    printf("%*s  Successful request count: %llu\n", ind, "",
+           (unsigned long long)s->success_count);
+    printf("%*s  Avg request latency: %llu usec", ind, "", (unsigned long long)a.request);
+    if (n_comp == 0) {
+        printf(" (overhead %llu usec + queue %llu usec + compute input %llu usec + compute infer "
+               "%llu usec + compute output %llu usec)\n\n", (unsigned long long)a.overhead,
+               (unsigned long long)a.queue, (unsigned long long)a.input,
+               (unsigned long long)a.infer, (unsigned long long)a.output);
+        return;
+    }
+    uint64_t queue = 0, compute = 0;
+    ensemble_times(comp, n_comp, &queue, &compute);
+    printf(" (overhead %llu usec + queue %llu usec + compute %llu usec)\n\n",
+           (unsigned long long)(a.request > queue + compute ? a.request - queue - compute : 0),
+           (unsigned long long)queue, (unsigned long long)compute);
+    printf("%*sComposing models: \n", ind, "");
+    for (size_t i = 0; i < n_comp; i += 1 + comp[i].n_desc) {
+        printf("%*s%s, version: %s\n", ind, "", comp[i].name, comp[i].version);
+        print_server(&comp[i].s, &comp[i + 1], comp[i].n_desc, level + 1);
+    }
+}
+
 void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
 {
     const perf_window_t *w = &st->merged;
@@ -182,24 +235,10 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     else
         printf("    Avg HTTP time: %llu usec (send/recv %llu usec + response wait %llu usec)\n",
                US(lib), US(send + recv), US(wait));
-    if (w->have_server) {
-        const perf_server_stats_t *s = &w->server;
+    if (w->have_server) { /* perf_analyzer's blank line ends this block, when it prints */
         printf("  Server: \n");
-        if (s->success_count == 0) {
-            printf("    Request count: 0\n");
-        } else {
-            server_avg_t a = server_avg(s);
-            printf("    Inference count: %llu\n", (unsigned long long)s->inference_count);
-            printf("    Execution count: %llu\n", (unsigned long long)s->execution_count);
-            printf("    Successful request count: %llu\n", (unsigned long long)s->success_count);
-            printf("    Avg request latency: %llu usec (overhead %llu usec + queue %llu usec + "
-                   "compute input %llu usec + compute infer %llu usec + compute output %llu "
-                   "usec)\n", (unsigned long long)a.request, (unsigned long long)a.overhead,
-                   (unsigned long long)a.queue, (unsigned long long)a.input,
-                   (unsigned long long)a.infer, (unsigned long long)a.output);
-        }
+        print_server(&w->server, w->comp, w->n_comp, 1);
     }
-    printf("\n");
     if (o->collect_metrics)
         print_gpus(&w->gpus);
 }
@@ -227,6 +266,73 @@ static int by_throughput(const void *a, const void *b, void *ctx)
     double x = perf_throughput(o, &((const perf_step_t *)a)->merged);
     double y = perf_throughput(o, &((const perf_step_t *)b)->merged);
     return (x > y) - (x < y);
+}
+
+/* The entry of composing model c (its name and version) among window w's own. */
+static const perf_comp_t *find_comp(const perf_window_t *w, const perf_comp_t *c)
+{
+    for (size_t i = 0; i < w->n_comp; i += 1 + w->comp[i].n_desc)
+        if (strcmp(w->comp[i].name, c->name) == 0 && strcmp(w->comp[i].version, c->version) == 0)
+            return &w->comp[i];
+    return NULL;
+}
+
+/* perf_analyzer's CSV of one composing model of an ensemble, <name>_v<version>.<the -f file>:
+ * a row per step in the main CSV's order, its throughput the ensemble's scaled by the
+ * composing model's share of the successful requests, no client times (0), its own overhead
+ * in the Network+Server column, and the server's times (integer ns averages, then us).
+ * perf_analyzer puts the prefix in front of the -f argument as written, so a path with a
+ * directory names a directory that does not exist and its files are lost; here the prefix
+ * goes on the file name, in the -f file's directory. */
+static nr_status_t *write_composing_csv(const perf_opts_t *o, const perf_step_t *sorted,
+                                        size_t n, const perf_comp_t *c)
+{
+    const char *base = strrchr(o->csv, '/');
+    base = base ? base + 1 : o->csv;
+    char *path = nr_asprintf("%.*s%s_v%s.%s", (int)(base - o->csv), o->csv, c->name, c->version,
+                             base);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        nr_status_t *st = nr_status_new(NR_INVALID_ARG, "failed to open file '%s': %s", path,
+                                        strerror(errno));
+        free(path);
+        return st;
+    }
+    fprintf(f, "%s,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server "
+               "Compute Input,Server Compute Infer,Server Compute Output,Client Recv\n",
+            o->rate_mode ? "Request Rate" : "Concurrency");
+    for (size_t i = 0; i < n; i++) {
+        const perf_window_t *w = &sorted[i].merged;
+        const perf_comp_t *e = find_comp(w, c);
+        perf_server_stats_t zero = {0};
+        const perf_server_stats_t *s = e ? &e->s : &zero;
+        uint64_t queue = s->queue_count ? s->queue_ns / s->queue_count : 0;
+        uint64_t input = s->input_count ? s->input_ns / s->input_count : 0;
+        uint64_t infer = s->infer_count ? s->infer_ns / s->infer_count : 0;
+        uint64_t output = s->output_count ? s->output_ns / s->output_count : 0;
+        uint64_t compute = s->input_count ? (s->input_ns + s->infer_ns + s->output_ns) /
+                                                s->input_count : 0;
+        uint64_t request = s->success_count ? s->success_ns / s->success_count : 0;
+        uint64_t overhead = request > queue + compute ? request - queue - compute : 0;
+        if (overhead == 0) /* perf_analyzer's words, though no client time is involved here */
+            fprintf(stderr, "Server average accounted time was larger than client average "
+                    "wait time due to small sample size. Increase the measurement interval "
+                    "with `--measurement-interval`.\n");
+        double ratio = w->server.success_count
+                           ? (double)s->success_count / (double)w->server.success_count
+                           : 0.0;
+        if (o->rate_mode)
+            fprintf(f, "%g,", sorted[i].rate);
+        else
+            fprintf(f, "%llu,", (unsigned long long)sorted[i].value);
+        fprintf(f, "%g,0,%llu,%llu,%llu,%llu,%llu,0\n", ratio * perf_throughput(o, w),
+                US(overhead), US(queue), US(input), US(infer), US(output));
+    }
+    nr_status_t *st = NULL;
+    if (fclose(f) != 0)
+        st = nr_status_new(NR_INVALID_ARG, "failed to write '%s': %s", path, strerror(errno));
+    free(path);
+    return st;
 }
 
 nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size_t n)
@@ -302,8 +408,14 @@ nr_status_t *perf_write_csv(const perf_opts_t *o, const perf_step_t *steps, size
         }
         fprintf(f, "\n");
     }
-    free(sorted);
+    nr_status_t *st = NULL;
     if (fclose(f) != 0)
-        return nr_status_new(NR_INVALID_ARG, "failed to write '%s': %s", o->csv, strerror(errno));
-    return NULL;
+        st = nr_status_new(NR_INVALID_ARG, "failed to write '%s': %s", o->csv, strerror(errno));
+    /* an ensemble: one more file per composing model the first row lists */
+    const perf_window_t *first = n > 0 ? &sorted[0].merged : NULL;
+    for (size_t i = 0; st == NULL && server && first && i < first->n_comp;
+         i += 1 + first->comp[i].n_desc)
+        st = write_composing_csv(o, sorted, n, &first->comp[i]);
+    free(sorted);
+    return st;
 }
