@@ -10,6 +10,7 @@ import shutil
 import threading
 import time
 
+import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -390,3 +391,36 @@ def test_poll_mode_follows_the_repository(server_factory, repo):
     models.write_model(repo, "identity_fp32")  # written whole again: reloaded
     wait_for(lambda: srv.log.count("successfully loaded 'identity_fp32'") >= 2, 30, "reload")
     assert ident_ok(srv.port)
+
+
+def test_a_grpc_model_load_does_not_hold_other_grpc_calls(server_factory, tmp_path):
+    """A load over gRPC runs on a thread of its own, as over HTTP: while a model whose warmup
+    takes seconds loads, the same gRPC server answers other calls (before, the load ran on the
+    completion-queue thread and every other gRPC client waited for it)."""
+    repo = tmp_path / "repo"
+    d = models.write_model(repo, "identity_fp32")
+    d.rename(d.parent / "slow_load")
+    warmup = ('model_warmup [ { name: "w" batch_size: 1 count: 1000000 inputs { key: "INPUT0" '
+              'value: { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } } ]\n')
+    (repo / "slow_load" / "config.pbtxt").write_text(models.config_identity("slow_load") + warmup)
+    models.write_model(repo, "identity_fp32")
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=identity_fp32"])
+    url = f"127.0.0.1:{srv.grpc_port}"
+    done = threading.Event()
+
+    def load():
+        grpcclient.InferenceServerClient(url).load_model("slow_load")
+        done.set()
+
+    t = threading.Thread(target=load)
+    t.start()
+    wait_for(lambda: "loading: slow_load:1" in srv.log, 60, "the load started")
+    g = grpcclient.InferenceServerClient(url)
+    inp = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+    inp.set_data_from_numpy(np.arange(16, dtype=np.float32).reshape(1, 16))
+    for _ in range(20):
+        assert g.is_server_live()
+        assert g.infer("identity_fp32", [inp]).as_numpy("OUTPUT0")[0][3] == 3.0
+    assert not done.is_set(), "the load ended before the other calls were answered"
+    t.join()
+    assert g.is_model_ready("slow_load")

@@ -589,6 +589,7 @@ static nr_status_t *log_settings(nr_grpc_server_t *s, const ProtobufCMessage *re
 
 #define SVC "/inference.GRPCInferenceService/"
 #define UNARY(name, msg, fn) {SVC name, NR_GRPC_UNARY, &inference__##msg##__descriptor, fn}
+#define CONTROL(name, msg, fn) {SVC name, NR_GRPC_CONTROL, &inference__##msg##__descriptor, fn}
 
 const nr_grpc_method_t nr_grpc_methods[] = {
     UNARY("ServerLive", server_live_request, server_live),
@@ -601,8 +602,8 @@ const nr_grpc_method_t nr_grpc_methods[] = {
     UNARY("ModelConfig", model_config_request, model_config),
     UNARY("ModelStatistics", model_statistics_request, model_statistics),
     UNARY("RepositoryIndex", repository_index_request, repository_index),
-    UNARY("RepositoryModelLoad", repository_model_load_request, repository_load),
-    UNARY("RepositoryModelUnload", repository_model_unload_request, repository_unload),
+    CONTROL("RepositoryModelLoad", repository_model_load_request, repository_load),
+    CONTROL("RepositoryModelUnload", repository_model_unload_request, repository_unload),
     UNARY("SystemSharedMemoryStatus", system_shared_memory_status_request, shm_status),
     UNARY("SystemSharedMemoryRegister", system_shared_memory_register_request, shm_register),
     UNARY("SystemSharedMemoryUnregister", system_shared_memory_unregister_request,

@@ -54,7 +54,10 @@ static inline nr_grpc_tag_t *nr_grpc_arm(nr_grpc_tag_t *t)
     return t;
 }
 
-typedef enum { NR_GRPC_UNARY, NR_GRPC_INFER, NR_GRPC_STREAM } nr_grpc_kind_t;
+/* NR_GRPC_CONTROL: a unary call that may take as long as a model load: it runs on a thread of
+ * its own (as the HTTP frontend runs model control), so that the completion-queue thread goes
+ * on serving every other call meanwhile. */
+typedef enum { NR_GRPC_UNARY, NR_GRPC_INFER, NR_GRPC_STREAM, NR_GRPC_CONTROL } nr_grpc_kind_t;
 
 typedef struct nr_grpc_call_s nr_grpc_call_t;
 

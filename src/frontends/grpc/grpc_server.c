@@ -256,6 +256,26 @@ static void run_unary(nr_grpc_call_t *c, const nr_grpc_method_t *m)
     nr_grpc_finish(c, reply, st, false);
 }
 
+/* A control call on a thread of its own (NR_GRPC_CONTROL). nr_grpc_stop waits for every call
+ * to be freed, this one's reply included, before the server and its queues go. */
+static void *control_main(void *arg)
+{
+    nr_grpc_call_t *c = arg;
+    run_unary(c, &nr_grpc_methods[c->method]);
+    return NULL;
+}
+
+static void run_control(nr_grpc_call_t *c, const nr_grpc_method_t *m)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, control_main, c) != 0)
+        run_unary(c, m); /* no thread to be had: here, as before */
+    pthread_attr_destroy(&attr);
+}
+
 static void on_new_call(nr_grpc_tag_t *t, bool ok)
 {
     nr_grpc_call_t *c = CONTAINER(t, nr_grpc_call_t, on_new);
@@ -274,6 +294,7 @@ static void on_new_call(nr_grpc_tag_t *t, bool ok)
     const nr_grpc_method_t *m = &nr_grpc_methods[c->method];
     switch (m->kind) {
     case NR_GRPC_UNARY: run_unary(c, m); break;
+    case NR_GRPC_CONTROL: run_control(c, m); break;
     case NR_GRPC_INFER: nr_grpc_infer_start(c); break;
     case NR_GRPC_STREAM: nr_grpc_stream_start(c); break;
     }
