@@ -88,10 +88,14 @@ NEREID_API bool nereid_server_is_ready(nereid_server_t *s);
 /* Whether a version of a model is READY (version < 0: the highest one). */
 NEREID_API bool nereid_model_is_ready(nereid_server_t *s, const char *model, int64_t version);
 /* Explicit model control (model-control-mode=explicit): loads or reloads a model (and the
- * models an ensemble needs), blocking until it is READY or failed; unloads one. Triton's
- * errors. */
+ * models an ensemble needs), blocking until it is READY or failed; unloads one (and the
+ * ensembles that use it). ..._and_dependents also unloads the composing models that only an
+ * ensemble's load brought in and no other ensemble uses (Triton's
+ * TRITONSERVER_ServerUnloadModelAndDependents). Triton's errors. */
 NEREID_API nereid_error_t *nereid_server_load_model(nereid_server_t *s, const char *model);
 NEREID_API nereid_error_t *nereid_server_unload_model(nereid_server_t *s, const char *model);
+NEREID_API nereid_error_t *nereid_server_unload_model_and_dependents(nereid_server_t *s,
+                                                                     const char *model);
 
 /* The repository index: fn is called for every model version (version NULL for a model never
  * loaded or that has no version; state NULL when never loaded), sorted by name then version.

@@ -242,7 +242,14 @@ nereid_error_t *nereid_server_unload_model(nereid_server_t *s, const char *model
 {
     if (model == NULL)
         return invalid("%s", "a model name must be given");
-    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model)));
+    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model), false));
+}
+
+nereid_error_t *nereid_server_unload_model_and_dependents(nereid_server_t *s, const char *model)
+{
+    if (model == NULL)
+        return invalid("%s", "a model name must be given");
+    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model), true));
 }
 
 typedef struct {

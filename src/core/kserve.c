@@ -215,10 +215,11 @@ nr_status_t *nr_kserve_repo_load(nr_server_t *s, const char *model, size_t len,
     return st ? st : nr_repo_load(nr_server_repo(s), model, len, p);
 }
 
-nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len)
+nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len,
+                                   bool dependents)
 {
     nr_status_t *st = control_allowed(s);
-    return st ? st : nr_repo_unload(nr_server_repo(s), model, len);
+    return st ? st : nr_repo_unload(nr_server_repo(s), model, len, dependents);
 }
 
 nr_status_t *nr_kserve_repo_named(void)

@@ -119,7 +119,8 @@ void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn
  * MODE_NONE too). Load blocks until the model is loaded or failed. */
 NR_MUST_CHECK nr_status_t *nr_kserve_repo_load(nr_server_t *s, const char *model, size_t len,
                                                const nr_repo_load_params_t *p);
-NR_MUST_CHECK nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len);
+NR_MUST_CHECK nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len,
+                                                 bool dependents);
 /* A repository name in a load/unload/index request: UNSUPPORTED
  * "'repository_name' specification is not supported". */
 NR_MUST_CHECK nr_status_t *nr_kserve_repo_named(void);

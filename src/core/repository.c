@@ -65,6 +65,8 @@ typedef struct {
     int64_t stamp;      /* the directory's modification time at the last load; 0: reload */
     int64_t failed_stamp; /* ... at the last failed load: a poll retries once it changes */
     char *cfg_json;     /* the serving generation's config rendering */
+    bool implicit;      /* loaded only because an ensemble's load needed it (Triton's
+                         * !explicitly_load_): an unload with dependents takes it too */
 } entry_t;
 
 struct nr_repo_s {
@@ -890,6 +892,11 @@ static char *check_dependencies(nr_repo_t *repo, load_t *L, bool *poll_failed)
         }
         free(dir);
         nr_status_t *st = load_model(repo, dep, NULL, L->polling);
+        pthread_rwlock_wrlock(&repo->lock);
+        entry_t *de = find_entry(repo, dep, strlen(dep), NULL);
+        if (de != NULL)
+            de->implicit = true; /* until a load names it */
+        pthread_rwlock_unlock(&repo->lock);
         if (st != NULL && strstr(st->msg, "circular dependency between ensembles") != NULL)
             why = nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
                               L->name, dep, L->name); /* the cycle, seen from here */
@@ -1157,6 +1164,13 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     load_t L = {.name = name, .p = p, .polling = polling,
                 .override = p != NULL && (p->config != NULL || p->n_files > 0)};
     nr_status_t *st = load_resolve(repo, &L);
+    if (repo->n_chain == 0) { /* named by the load itself, not needed by an ensemble */
+        pthread_rwlock_wrlock(&repo->lock);
+        entry_t *e = find_entry(repo, name, strlen(name), NULL);
+        if (e != NULL)
+            e->implicit = false;
+        pthread_rwlock_unlock(&repo->lock);
+    }
     if (st == NULL && !load_unchanged(repo, &L)) {
         st = load_prepare(repo, &L);
         if (st == NULL)
@@ -1170,27 +1184,12 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     return load_clean_up(&L, st);
 }
 
-/* Unloads every serving version of `name`. control_mu held. */
-static void unload_model(nr_repo_t *repo, const char *name, size_t len)
+/* The serving ensembles with a step on model `name` (names to free). Lock held. */
+static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char ***users)
 {
-    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
-    pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, len, NULL);
-    size_t n = e ? e->n : 0;
-    nr_model_t **retired = nr_calloc(n + 1, sizeof(*retired));
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (e->v[i].model != NULL)
-            retired[k++] = retire(&e->v[i]);
-    if (e != NULL) {
-        e->stamp = 0; /* a later load loads it again */
-        free(e->cfg_json);
-        e->cfg_json = NULL;
-    }
-    /* the ensembles that use it go too, as Triton unloads them */
-    char **users = NULL;
-    size_t n_users = 0;
-    for (size_t i = 0; e != NULL && i < repo->n; i++) {
+    size_t n = 0;
+    *users = NULL;
+    for (size_t i = 0; i < repo->n; i++) {
         const entry_t *u = repo->e[i];
         const nr_model_t *um = NULL;
         for (size_t v = 0; v < u->n && um == NULL; v++)
@@ -1203,10 +1202,59 @@ static void unload_model(nr_repo_t *repo, const char *name, size_t len)
             uses = strlen(es->step[s].model_name) == len &&
                    memcmp(es->step[s].model_name, name, len) == 0;
         if (uses) {
-            users = nr_grow(users, n_users, sizeof(char *));
-            users[n_users++] = nr_strdup(u->name);
+            *users = nr_grow(*users, n, sizeof(char *));
+            (*users)[n++] = nr_strdup(u->name);
         }
     }
+    return n;
+}
+
+/* The composing models of e's serving ensemble config (names to free). Lock held. */
+static size_t steps_of(const entry_t *e, char ***steps)
+{
+    const nr_model_t *m = NULL;
+    for (size_t v = 0; e != NULL && v < e->n && m == NULL; v++)
+        m = e->v[v].model;
+    size_t n = 0;
+    *steps = NULL;
+    if (m == NULL || !is_ensemble(m->cfg))
+        return 0;
+    const nr_cfg_ensemble_t *es = &m->cfg->ensemble_scheduling;
+    *steps = nr_calloc(es->n_step + 1, sizeof(char *));
+    for (size_t s = 0; s < es->n_step; s++) {
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = !strcmp((*steps)[k], es->step[s].model_name);
+        if (!seen)
+            (*steps)[n++] = nr_strdup(es->step[s].model_name);
+    }
+    return n;
+}
+
+/* Unloads every serving version of `name`, and the ensembles that use it, as Triton unloads
+ * them. With dependents, an ensemble's composing models go too when only its load brought
+ * them in and no other serving ensemble uses them (Triton's cascading removal), nested
+ * ensembles followed. control_mu held. */
+static void unload_model(nr_repo_t *repo, const char *name, size_t len, bool dependents)
+{
+    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
+    pthread_rwlock_wrlock(&repo->lock);
+    entry_t *e = find_entry(repo, name, len, NULL);
+    char **steps = NULL;
+    size_t n_steps = dependents ? steps_of(e, &steps) : 0;
+    size_t n = e ? e->n : 0;
+    nr_model_t **retired = nr_calloc(n + 1, sizeof(*retired));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e->v[i].model != NULL)
+            retired[k++] = retire(&e->v[i]);
+    if (e != NULL) {
+        e->stamp = 0; /* a later load loads it again */
+        free(e->cfg_json);
+        e->cfg_json = NULL;
+    }
+    char **users = NULL;
+    size_t n_users = e != NULL ? users_of(repo, name, len, &users) : 0;
     pthread_rwlock_unlock(&repo->lock);
     for (size_t i = 0; i < k; i++)
         nr_model_release(retired[i]);
@@ -1215,10 +1263,25 @@ static void unload_model(nr_repo_t *repo, const char *name, size_t len)
         NR_LOG_ERROR("Invalid argument: ensemble %s contains models that are not available or "
                      "ambiguous: %.*s",
                      users[i], (int)len, name);
-        unload_model(repo, users[i], strlen(users[i]));
+        unload_model(repo, users[i], strlen(users[i]), false);
         free(users[i]);
     }
     free(users);
+    for (size_t i = 0; i < n_steps; i++) {
+        pthread_rwlock_rdlock(&repo->lock);
+        const entry_t *d = find_entry(repo, steps[i], strlen(steps[i]), NULL);
+        bool go = d != NULL && d->implicit && serving(d);
+        char **others = NULL;
+        size_t n_others = go ? users_of(repo, steps[i], strlen(steps[i]), &others) : 0;
+        pthread_rwlock_unlock(&repo->lock);
+        for (size_t u = 0; u < n_others; u++)
+            free(others[u]);
+        free(others);
+        if (go && n_others == 0)
+            unload_model(repo, steps[i], strlen(steps[i]), true);
+        free(steps[i]);
+    }
+    free(steps);
 }
 
 /* ---- polling ------------------------------------------------------------------------ */
@@ -1231,7 +1294,7 @@ static void poll_once(nr_repo_t *repo)
         if (i + 1 < n && !strcmp(names[i], names[i + 1])) { /* in two repositories */
             NR_LOG_ERROR("failed to poll model '%s': not unique across all model repositories",
                          names[i]);
-            unload_model(repo, names[i], strlen(names[i]));
+            unload_model(repo, names[i], strlen(names[i]), false);
             while (i + 1 < n && !strcmp(names[i], names[i + 1]))
                 i++;
             continue;
@@ -1251,7 +1314,7 @@ static void poll_once(nr_repo_t *repo)
     }
     pthread_rwlock_unlock(&repo->lock);
     for (size_t k = 0; k < ng; k++)
-        unload_model(repo, gone[k], strlen(gone[k]));
+        unload_model(repo, gone[k], strlen(gone[k]), false);
     free_names(gone, ng);
     free_names(names, n);
 }
@@ -1370,7 +1433,7 @@ void nr_repo_destroy(nr_repo_t *repo)
     }
     nr_lock(&repo->control_mu);
     for (size_t i = 0; i < repo->n; i++)
-        unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name));
+        unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name), false);
     nr_unlock(&repo->control_mu);
     pthread_mutex_lock(&repo->reap_mu);
     repo->stopping = true;
@@ -1610,10 +1673,10 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
     return st;
 }
 
-nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len)
+nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len, bool dependents)
 {
     nr_lock(&repo->control_mu);
-    unload_model(repo, name, len);
+    unload_model(repo, name, len, dependents);
     nr_unlock(&repo->control_mu);
     return NULL;
 }

@@ -127,8 +127,12 @@ NR_MUST_CHECK nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_
                                         const nr_repo_load_params_t *p);
 /* Unloads every version of model `name`: they stop taking requests now
  * (UNLOADING) and unload once their requests finish (UNAVAILABLE
- * "unloaded"). An unknown model is no error. */
-NR_MUST_CHECK nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len);
+ * "unloaded"); the ensembles that use it go too. With dependents
+ * (unload_dependents), so do the composing models of an ensemble that only
+ * its load brought in and no other ensemble uses. An unknown model is no
+ * error. */
+NR_MUST_CHECK nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len,
+                                          bool dependents);
 /* One polling pass: loads added and changed models, unloads removed ones. */
 void nr_repo_poll(nr_repo_t *repo);
 

@@ -4,8 +4,9 @@ ensemble_add_sub (six steps over two versions of `simple`), a diamond (fan-out, 
 step with a dynamic batcher fed by ensemble and direct traffic at once; only the steps the
 requested outputs need run; a step's error comes back behind Triton's "in ensemble '<e>', ";
 Triton's load-time checks in its words; in explicit mode loading an ensemble loads its
-composing models and unloading one of those unloads the ensemble; a composing model reloaded
-under load loses no ensemble request; the ensemble's own statistics.
+composing models and unloading one of those unloads the ensemble, and an unload with
+unload_dependents takes the composing models only the ensemble's load brought in; a composing
+model reloaded under load loses no ensemble request; the ensemble's own statistics.
 
 No test asserts on wall-clock time; deadlines only bound how long a test waits."""
 import json
@@ -248,6 +249,46 @@ def test_explicit_mode_loads_what_an_ensemble_needs_and_unloads_what_needs_a_mod
     assert load(srv.port, "ensemble_diamond").status == 200  # loads simple again
     r = c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
     np.testing.assert_array_equal(r.as_numpy("DIFF"), 4 * B)
+
+
+def test_unload_dependents_takes_what_only_the_ensembles_load_brought_in(server_factory, repo):
+    """Triton's cascading removal: an unload with unload_dependents also unloads the composing
+    models (nested ensembles followed) that were loaded only because an ensemble needed them
+    and that no other loaded ensemble uses; a model a load named itself, or one another
+    ensemble still uses, stays. A plain unload takes the ensemble alone."""
+    models.write_ensemble(repo, "ensemble_nested", models.ensemble_nested_config())
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=ensemble_chain"])
+    for name in ("ensemble_nested", "ensemble_diamond", "dyn_batch"):  # dyn_batch: named now
+        assert load(srv.port, name).status == 200, name
+    ready, gone = ("READY", None), ("UNAVAILABLE", "unloaded")
+
+    def states(*names):
+        idx = index(srv.port)
+        return [idx[(n, "1")] for n in names]
+
+    assert states("ensemble_add_sub", "simple", "identity_fp32", "dyn_batch") == [ready] * 4
+    body = json.dumps({"parameters": {"unload_dependents": True}}).encode()
+    hdr = {"Content-Type": "application/json"}
+    # ensemble_add_sub goes; simple stays, ensemble_diamond uses it
+    assert post(srv.port, "/v2/repository/models/ensemble_nested/unload", body, hdr).status == 200
+    wait_for(lambda: states("ensemble_nested", "ensemble_add_sub") == [gone, gone], 30,
+             "the nested ensemble unloaded with the ensemble that brought it in")
+    assert states("simple", "ensemble_diamond") == [ready, ready]
+    # identity_fp32 goes; dyn_batch stays, a load named it
+    g = grpcclient.InferenceServerClient(srv.grpc_url)
+    g.unload_model("ensemble_chain", unload_dependents=True)
+    wait_for(lambda: states("ensemble_chain", "identity_fp32") == [gone, gone], 30,
+             "identity_fp32 unloaded with ensemble_chain")
+    assert states("dyn_batch") == [ready]
+    # a plain unload: simple stays; unloaded with dependents after a new load, it goes
+    g.unload_model("ensemble_diamond")
+    wait_for(lambda: states("ensemble_diamond") == [gone], 30, "ensemble_diamond unloaded")
+    assert states("simple") == [ready]
+    assert load(srv.port, "ensemble_diamond").status == 200
+    g.unload_model("ensemble_diamond", unload_dependents=True)
+    wait_for(lambda: states("ensemble_diamond", "simple") == [gone, gone], 30,
+             "simple unloaded with ensemble_diamond")
+    assert states("dyn_batch") == [ready]
 
 
 def test_a_composing_model_reloaded_under_load_loses_no_ensemble_request(server_factory, repo):

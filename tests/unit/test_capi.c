@@ -298,7 +298,10 @@ NR_TEST(options_and_requests_are_refused_with_the_servers_words)
     EXPECT_NULL(nereid_model_config(s, "identity_fp32", 1, &json));
     EXPECT_TRUE(json != NULL && strstr(json, "\"max_batch_size\":8") != NULL);
     nereid_string_delete(json);
-    EXPECT_NULL(nereid_server_unload_model(s, "identity_fp32"));
+    EXPECT_TRUE(error_is(nereid_server_unload_model_and_dependents(s, NULL),
+                         NEREID_ERROR_INVALID_ARG, "a model name must be given"));
+    EXPECT_NULL(nereid_server_unload_model_and_dependents(s, "identity_fp32"));
+    EXPECT_FALSE(nereid_model_is_ready(s, "identity_fp32", -1));
     nereid_server_delete(s);
     remove_tree(root);
 }

@@ -155,7 +155,7 @@ NR_TEST(server_readiness_and_empty_repository)
                   "Request for unknown model: 'x' is not found");
     EXPECT_STATUS(nr_kserve_repo_load(s, "x", 1, NULL), NR_UNAVAILABLE,
                   "explicit model load / unload is not allowed if polling is enabled");
-    EXPECT_STATUS(nr_kserve_repo_unload(s, "x", 1), NR_UNAVAILABLE,
+    EXPECT_STATUS(nr_kserve_repo_unload(s, "x", 1, false), NR_UNAVAILABLE,
                   "explicit model load / unload is not allowed if polling is enabled");
     EXPECT_STATUS(nr_kserve_repo_named(), NR_UNSUPPORTED,
                   "'repository_name' specification is not supported");

@@ -269,7 +269,7 @@ NR_TEST(an_unload_retires_every_version)
     nr_model_t *held = serving(&f, 1);
     ASSERT_NOT_NULL(held);
     int unloads = atomic_load(&n_unloads);
-    EXPECT_OK(nr_repo_unload(f.repo, "m", 1));
+    EXPECT_OK(nr_repo_unload(f.repo, "m", 1, false));
     EXPECT_NULL(serving(&f, -1)); /* no new request from now on */
     EXPECT_TRUE(unloads_reach(unloads + 1)); /* version 2: nothing held it */
     EXPECT_STREQ(records(&f, "m"), "1:UNLOADING 2:UNAVAILABLE:unloaded");
@@ -279,7 +279,7 @@ NR_TEST(an_unload_retires_every_version)
                                                         "unloaded") != 0; i++)
         usleep(10000);
     EXPECT_STREQ(records(&f, "m"), "1:UNAVAILABLE:unloaded 2:UNAVAILABLE:unloaded");
-    EXPECT_OK(nr_repo_unload(f.repo, "nobody", 6)); /* an unknown model is no error */
+    EXPECT_OK(nr_repo_unload(f.repo, "nobody", 6, false)); /* an unknown model is no error */
     fixture_stop(&f);
 }
 

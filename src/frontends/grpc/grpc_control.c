@@ -333,16 +333,19 @@ static nr_status_t *repository_unload(nr_grpc_server_t *s, const ProtobufCMessag
     const Inference__RepositoryModelUnloadRequest *q = (const void *)req;
     if (q->repository_name[0] != '\0')
         return nr_kserve_repo_named();
+    bool dependents = false;
     for (size_t i = 0; i < q->n_parameters; i++) {
         const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
-        if (!strcmp(q->parameters[i]->key, "unload_dependents") &&
-            (p == NULL ||
-             p->parameter_choice_case !=
-                 INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM))
+        if (strcmp(q->parameters[i]->key, "unload_dependents") != 0)
+            continue;
+        if (p == NULL || p->parameter_choice_case !=
+                             INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM)
             return nr_status_new(NR_INVALID_ARG, "invalid value type for 'unload_dependents' "
                                                  "parameter, expected bool_param.");
+        dependents = p->bool_param;
     }
-    nr_status_t *st = nr_kserve_repo_unload(s->core, q->model_name, strlen(q->model_name));
+    nr_status_t *st =
+        nr_kserve_repo_unload(s->core, q->model_name, strlen(q->model_name), dependents);
     if (st == NULL) {
         Inference__RepositoryModelUnloadResponse r =
             INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;

@@ -319,6 +319,7 @@ typedef struct {
     nr_http_async_t *async;
     char *model;
     bool load;
+    bool dependents;              /* unload: "unload_dependents" true */
     nr_repo_load_params_t p;
     char *config;                 /* the "config" parameter, NUL-terminated */
     nr_repo_file_t *files;        /* "file:<path>" parameters, decoded */
@@ -342,7 +343,7 @@ static void control_run(control_t *c)
 {
     size_t len = strlen(c->model);
     c->st = c->load ? nr_kserve_repo_load(c->s->core, c->model, len, &c->p)
-                    : nr_kserve_repo_unload(c->s->core, c->model, len);
+                    : nr_kserve_repo_unload(c->s->core, c->model, len, c->dependents);
 }
 
 static void *control_thread(void *arg)
@@ -372,7 +373,7 @@ static const char *param_type(const nr_jv_t *v)
 }
 
 /* The body's "parameters": load's config and files (base64), unload's
- * unload_dependents (accepted; composing models an ensemble brought in stay loaded). */
+ * unload_dependents. */
 static nr_status_t *control_params(control_t *c, const char *body, size_t len)
 {
     if (len == 0)
@@ -390,9 +391,12 @@ static nr_status_t *control_params(control_t *c, const char *body, size_t len)
         const nr_jv_t *v = &mb->val;
         bool is_file = mb->key_len > 5 && !memcmp(mb->key, "file:", 5);
         if (!c->load) {
-            if (mb->key_len == 17 && !memcmp(mb->key, "unload_dependents", 17) &&
-                !nr_jv_is_bool(v))
-                st = nr_status_new(NR_INVALID_ARG, "%s", NR_TJ_BOOL);
+            if (mb->key_len == 17 && !memcmp(mb->key, "unload_dependents", 17)) {
+                if (!nr_jv_is_bool(v))
+                    st = nr_status_new(NR_INVALID_ARG, "%s", NR_TJ_BOOL);
+                else
+                    c->dependents = v->type == NR_JV_TRUE;
+            }
         } else if (mb->key_len == 6 && !memcmp(mb->key, "config", 6) && v->type == NR_JV_STRING) {
             free(c->config);
             c->config = nr_strndup(v->u.str, v->n);
