@@ -7,14 +7,11 @@
 #include "common/log.h"
 #include "core/host_policy.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void usage_exit(int code)
 {
@@ -91,19 +88,12 @@ int main(int argc, char **argv)
     nr_opts_t o;
     nr_opts_init(&o);
     parse_args(argc, argv, &o);
-    nr_log_settings.info = o.log_info;
-    nr_log_settings.warn = o.log_warn;
-    nr_log_settings.error = o.log_error;
-    nr_log_settings.verbose = o.log_verbose;
-    nr_log_settings.file = o.log_file;
     int rc = 1;
-    if (o.log_file) {
-        int fd = open(o.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "error: cannot open log file %s: %s\n", o.log_file, strerror(errno));
-            goto out;
-        }
-        nr_log_settings.fd = fd;
+    nr_status_t *st = nr_opts_apply_log(&o);
+    if (st != NULL) {
+        fprintf(stderr, "error: %s\n", st->msg);
+        nr_status_free(st);
+        goto out;
     }
     /* Block the stop signals before any thread starts so that only sigwait sees them. */
     sigset_t stop;
@@ -114,7 +104,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     nr_boot_t *b;
     bool frontend_failed;
-    nr_status_t *st = nr_boot_start(&o, &frontend_failed, &b);
+    st = nr_boot_start(&o, &frontend_failed, &b);
     if (st != NULL) {
         if (!frontend_failed) /* (a frontend's failure is logged already) */
             fprintf(stderr, "error: creating server: %s - %s\n", nr_status_code_name(st->code),

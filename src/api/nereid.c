@@ -6,16 +6,12 @@
 #include "../../include/nereid.h"
 
 #include "../common/alloc.h"
-#include "../common/log.h"
 #include "../core/kserve.h"
 #include "boot.h"
 #include "options.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 _Static_assert(NEREID_ERROR_CANCELLED == (int)NR_CANCELLED &&
                    NEREID_ERROR_INVALID_ARG == (int)NR_INVALID_ARG,
@@ -157,24 +153,6 @@ static void server_free(nereid_server_t *s)
     free(s);
 }
 
-/* The log settings the options ask for (process-wide, as on the command line). */
-static nr_status_t *apply_log(const nr_opts_t *o)
-{
-    nr_log_settings.info = o->log_info;
-    nr_log_settings.warn = o->log_warn;
-    nr_log_settings.error = o->log_error;
-    nr_log_settings.verbose = o->log_verbose;
-    if (o->log_file == NULL)
-        return NULL;
-    int fd = open(o->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return nr_status_new(NR_INVALID_ARG, "cannot open log file %s: %s", o->log_file,
-                             strerror(errno));
-    nr_log_settings.file = o->log_file;
-    nr_log_settings.fd = fd;
-    return NULL;
-}
-
 nereid_error_t *nereid_server_new(const nereid_options_t *op, nereid_server_t **out)
 {
     if (op == NULL || out == NULL)
@@ -191,7 +169,7 @@ nereid_error_t *nereid_server_new(const nereid_options_t *op, nereid_server_t **
         st = apply(&s->o, op->flags[i], v);
     }
     if (st == NULL)
-        st = apply_log(&s->o);
+        st = nr_opts_apply_log(&s->o); /* process-wide, as on the command line */
     bool frontend_failed;
     if (st == NULL)
         st = nr_boot_start(&s->o, &frontend_failed, &s->boot);
@@ -238,18 +216,21 @@ nereid_error_t *nereid_server_load_model(nereid_server_t *s, const char *model)
     return ERR(nr_kserve_repo_load(core(s), model, strlen(model), NULL));
 }
 
-nereid_error_t *nereid_server_unload_model(nereid_server_t *s, const char *model)
+static nereid_error_t *unload(nereid_server_t *s, const char *model, bool dependents)
 {
     if (model == NULL)
         return invalid("%s", "a model name must be given");
-    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model), false));
+    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model), dependents));
+}
+
+nereid_error_t *nereid_server_unload_model(nereid_server_t *s, const char *model)
+{
+    return unload(s, model, false);
 }
 
 nereid_error_t *nereid_server_unload_model_and_dependents(nereid_server_t *s, const char *model)
 {
-    if (model == NULL)
-        return invalid("%s", "a model name must be given");
-    return ERR(nr_kserve_repo_unload(core(s), model, strlen(model), true));
+    return unload(s, model, true);
 }
 
 typedef struct {

@@ -7,6 +7,8 @@
 #include "../common/log.h"
 #include "../core/host_policy.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +39,11 @@ static nr_status_t *add_load_model(void *o, const nr_cli_opt_t *f, const char *v
     return NULL;
 }
 
-static nr_status_t *bad_value(const char *v)
-{
-    return nr_status_new(NR_INVALID_ARG, "Invalid option value. Got %s", v);
-}
-
 static nr_status_t *set_strict_model_config(void *o, const nr_cli_opt_t *f, const char *v)
 {
     bool b;
     if (!nr_cli_bool(v, &b))
-        return bad_value(v);
+        return nr_cli_bad_value(v);
     fprintf(stderr, "Warning: '--strict-model-config' has been deprecated! Please use "
                     "'--disable-auto-complete-config' instead.\n");
     ((nr_opts_t *)o)->autocomplete = !b;
@@ -81,7 +78,7 @@ static nr_status_t *ignore_with_warning(void *o, const nr_cli_opt_t *f, const ch
 static nr_status_t *set_control_mode(void *o, const nr_cli_opt_t *f, const char *v)
 {
     if (strcmp(v, "none") && strcmp(v, "poll") && strcmp(v, "explicit"))
-        return bad_value(v);
+        return nr_cli_bad_value(v);
     ((nr_opts_t *)o)->control_mode = v;
     return NULL;
 }
@@ -89,7 +86,7 @@ static nr_status_t *set_control_mode(void *o, const nr_cli_opt_t *f, const char 
 static nr_status_t *set_log_format(void *o, const nr_cli_opt_t *f, const char *v)
 {
     if (strcmp(v, "default") && strcmp(v, "ISO8601"))
-        return bad_value(v);
+        return nr_cli_bad_value(v);
     nr_log_settings.iso8601 = !strcmp(v, "ISO8601");
     return NULL;
 }
@@ -314,4 +311,21 @@ void nr_opts_free(nr_opts_t *o)
     o->repos = NULL;
     o->load_models = NULL;
     o->n_repos = o->n_load_models = 0;
+}
+
+nr_status_t *nr_opts_apply_log(const nr_opts_t *o)
+{
+    nr_log_settings.info = o->log_info;
+    nr_log_settings.warn = o->log_warn;
+    nr_log_settings.error = o->log_error;
+    nr_log_settings.verbose = o->log_verbose;
+    if (o->log_file == NULL)
+        return NULL;
+    int fd = open(o->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return nr_status_new(NR_INVALID_ARG, "cannot open log file %s: %s", o->log_file,
+                             strerror(errno));
+    nr_log_settings.file = o->log_file;
+    nr_log_settings.fd = fd;
+    return NULL;
 }

@@ -62,5 +62,8 @@ NR_MUST_CHECK nr_status_t *nr_opts_set(nr_opts_t *o, const char *name, size_t le
                                        const char *value);
 /* "Usage: nereid [options]" and a line per option. */
 void nr_opts_usage(FILE *f);
+/* The log settings the options ask for, process-wide (common/log.h): the levels, and
+ * --log-file opened for appending. INVALID_ARG "cannot open log file <path>: <why>". */
+NR_MUST_CHECK nr_status_t *nr_opts_apply_log(const nr_opts_t *o);
 
 #endif

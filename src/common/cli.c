@@ -66,7 +66,7 @@ const nr_cli_opt_t *nr_cli_find(const nr_cli_opt_t *t, size_t n, const char *nam
     return NULL;
 }
 
-static nr_status_t *bad_value(const char *v)
+nr_status_t *nr_cli_bad_value(const char *v)
 {
     return nr_status_new(NR_INVALID_ARG, "Invalid option value. Got %s", v ? v : "");
 }
@@ -80,22 +80,22 @@ nr_status_t *nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v)
     switch (o->kind) {
     case NR_CLI_BOOL:
         if (!nr_cli_bool(v, &b))
-            return bad_value(v);
+            return nr_cli_bad_value(v);
         *(bool *)dst = b;
         return NULL;
     case NR_CLI_INT:
         if (!nr_cli_int(v, o->lo, o->hi, &x))
-            return bad_value(v);
+            return nr_cli_bad_value(v);
         *(int *)dst = (int)x;
         return NULL;
     case NR_CLI_U64:
         if (!nr_cli_u64(v, &u) || u < (uint64_t)o->lo || u > (uint64_t)o->hi)
-            return bad_value(v);
+            return nr_cli_bad_value(v);
         *(uint64_t *)dst = u;
         return NULL;
     case NR_CLI_STR:
         if (v == NULL)
-            return bad_value(v);
+            return nr_cli_bad_value(v);
         *(const char **)dst = v;
         return NULL;
     default: /* NR_CLI_FN, NR_CLI_FLAG: the option's own setter */

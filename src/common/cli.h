@@ -58,8 +58,10 @@ struct nr_cli_opt_s {
 /* The option named name[0..len), or NULL. */
 const nr_cli_opt_t *nr_cli_find(const nr_cli_opt_t *t, size_t n, const char *name, size_t len);
 /* Stores v into opts for a typed option, or hands it to the option's setter. A typed value
- * that is not one of its kind: INVALID_ARG "Invalid option value. Got <v>" (Triton's words). */
+ * that is not one of its kind: nr_cli_bad_value. */
 NR_MUST_CHECK nr_status_t *nr_cli_set(const nr_cli_opt_t *o, void *opts, const char *v);
+/* INVALID_ARG "Invalid option value. Got <v>" (Triton's words), for setters too. */
+NR_MUST_CHECK nr_status_t *nr_cli_bad_value(const char *v);
 /* The usage lines of every option with an arg or a help text: "  --<name><arg>", the help
  * from column 35 (on the next line when the name is longer). */
 void nr_cli_usage(FILE *f, const nr_cli_opt_t *t, size_t n);

@@ -22,7 +22,7 @@
     X(STRING, "BYTES", 0)  \
     X(BF16, "BF16", 2)
 
-static const struct {
+static const struct dtype_row {
     nr_dtype_t t;
     const char *kserve, *enum_name;
     size_t size;
@@ -32,12 +32,19 @@ static const struct {
 #undef NR_X
 };
 
-const char *nr_dtype_kserve_name(nr_dtype_t t)
+/* The table's row of t, or NULL. */
+static const struct dtype_row *row_of(nr_dtype_t t)
 {
     for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
         if (dtypes[i].t == t)
-            return dtypes[i].kserve;
+            return &dtypes[i];
     return NULL;
+}
+
+const char *nr_dtype_kserve_name(nr_dtype_t t)
+{
+    const struct dtype_row *r = row_of(t);
+    return r ? r->kserve : NULL;
 }
 
 nr_dtype_t nr_dtype_from_kserve(const char *s, size_t n)
@@ -50,18 +57,14 @@ nr_dtype_t nr_dtype_from_kserve(const char *s, size_t n)
 
 const char *nr_dtype_enum_name(nr_dtype_t t)
 {
-    for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
-        if (dtypes[i].t == t)
-            return dtypes[i].enum_name;
-    return "TYPE_INVALID";
+    const struct dtype_row *r = row_of(t);
+    return r ? r->enum_name : "TYPE_INVALID";
 }
 
 size_t nr_dtype_size(nr_dtype_t t)
 {
-    for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
-        if (dtypes[i].t == t)
-            return dtypes[i].size;
-    return 0;
+    const struct dtype_row *r = row_of(t);
+    return r ? r->size : 0;
 }
 
 /* one case per type: no table lookup per element (JSON responses print every element) */

@@ -373,7 +373,7 @@ typedef struct {
     bool *batched;         /* [n_tensors]: its producer batches (dims[0] is a batch) */
     uint32_t *missing;     /* [n_steps]: distinct sources not produced yet; NOT_RUN: pruned */
     nr_model_t **models;   /* [n_steps]: the version a step ran on (a reference), or NULL */
-    size_t running, finished, needed;
+    size_t running;        /* steps started and not ended */
     bool ended;
     nr_status_t *status;   /* the first failure */
     uint64_t in_ns, infer_ns, out_ns; /* the steps' compute times, summed (statistics) */
@@ -416,7 +416,7 @@ static void produce(run_t *r, uint32_t t, uint32_t *ready, size_t *n_ready)
 }
 
 /* Triton's pruning: only the steps the requested outputs depend on run. Marks the others
- * NOT_RUN and counts the needed ones. Context: before the run starts. */
+ * NOT_RUN. Context: before the run starts. */
 static void prune(run_t *r)
 {
     const nr_ensemble_t *e = r->e;
@@ -437,10 +437,8 @@ static void prune(run_t *r)
                     grew = want[st->in_tensor[k]] = true;
         }
     }
-    for (size_t s = 0; s < e->n_steps; s++) {
+    for (size_t s = 0; s < e->n_steps; s++)
         r->missing[s] = need[s] ? e->steps[s].n_sources : NOT_RUN;
-        r->needed += need[s];
-    }
     free(want);
     free(need);
 }
@@ -448,18 +446,31 @@ static void prune(run_t *r)
 static void finish(run_t *r);
 static void step_done(nr_req_t *sq, void *arg);
 
-/* One step ended without producing anything (it failed, or could not start). Takes st. */
-static void step_failed(run_t *r, nr_status_t *st)
+/* The run's first failure is kept; a later one is freed. Takes st. Context: r->mu held. */
+static void keep_failure(run_t *r, nr_status_t *st)
 {
-    pthread_mutex_lock(&r->mu);
     if (r->status == NULL)
         r->status = st;
     else
         nr_status_free(st);
+}
+
+/* A step has ended: whether it was the last one running, and the caller is the one to
+ * finish the run. Context: r->mu held. */
+static bool step_ended(run_t *r)
+{
     r->running--;
-    r->finished++;
     bool end = r->running == 0 && !r->ended;
     r->ended |= end;
+    return end;
+}
+
+/* One step ended without producing anything (it failed, or could not start). Takes st. */
+static void step_failed(run_t *r, nr_status_t *st)
+{
+    pthread_mutex_lock(&r->mu);
+    keep_failure(r, st);
+    bool end = step_ended(r);
     pthread_mutex_unlock(&r->mu);
     if (end)
         finish(r);
@@ -547,6 +558,15 @@ static void launch(run_t *r, uint32_t s)
     }
 }
 
+/* The steps a completion makes ready: on the stack for an ensemble of up to READY_LOCAL
+ * steps (each step's completion needs one such list, outside the run's lock). */
+#define READY_LOCAL 16
+
+static uint32_t *ready_list(size_t n_steps, uint32_t *local)
+{
+    return n_steps <= READY_LOCAL ? local : nr_calloc(n_steps + 1, sizeof(uint32_t));
+}
+
 static void launch_all(run_t *r, const uint32_t *ready, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -560,14 +580,13 @@ static void step_done(nr_req_t *sq, void *arg)
     run_t *r = arg;
     const step_t *st = &r->e->steps[(uintptr_t)sq->frontend];
     bool batching = sq->model->cfg->max_batch_size > 0;
-    uint32_t *ready = nr_calloc(r->n_steps + 1, sizeof(uint32_t));
+    uint32_t local[READY_LOCAL];
+    uint32_t *ready = ready_list(r->n_steps, local);
     size_t n_ready = 0;
     pthread_mutex_lock(&r->mu);
     if (sq->status != NULL) {
-        if (r->status == NULL) {
-            r->status = sq->status; /* the step's own status and text */
-            sq->status = NULL;
-        }
+        keep_failure(r, sq->status); /* the step's own status and text */
+        sq->status = NULL;
     } else {
         r->in_ns += sq->t_input_end_ns - sq->t_exec_ns;
         r->infer_ns += sq->t_infer_end_ns - sq->t_input_end_ns;
@@ -587,14 +606,12 @@ static void step_done(nr_req_t *sq, void *arg)
             }
         }
     }
-    r->running--;
-    r->finished++;
-    bool end = r->running == 0 && !r->ended;
-    r->ended |= end;
+    bool end = step_ended(r);
     pthread_mutex_unlock(&r->mu);
     nr_req_free(sq);
     launch_all(r, ready, n_ready);
-    free(ready);
+    if (ready != local)
+        free(ready);
     if (end)
         finish(r);
 }
@@ -684,7 +701,8 @@ void nr_ensemble_submit(nr_ensemble_t *e, nr_req_t *req)
     r->missing = nr_calloc(e->n_steps + 1, sizeof(uint32_t));
     r->models = nr_calloc(e->n_steps + 1, sizeof(nr_model_t *));
     prune(r);
-    uint32_t *ready = nr_calloc(e->n_steps + 1, sizeof(uint32_t));
+    uint32_t local[READY_LOCAL];
+    uint32_t *ready = ready_list(e->n_steps, local);
     size_t n_ready = 0;
     for (size_t s = 0; s < e->n_steps; s++)
         if (r->missing[s] == 0)
@@ -709,5 +727,6 @@ void nr_ensemble_submit(nr_ensemble_t *e, nr_req_t *req)
     } else {
         launch_all(r, ready, n_ready);
     }
-    free(ready);
+    if (ready != local)
+        free(ready);
 }

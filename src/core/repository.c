@@ -466,13 +466,19 @@ static entry_t *entry_for(nr_repo_t *repo, const char *name)
     return e;
 }
 
-/* Whether any version of e serves. */
-static bool serving(const entry_t *e)
+/* The lowest serving version of e, or NULL (its config is the entry's serving one). */
+static const nr_model_t *serving_model(const entry_t *e)
 {
     for (size_t i = 0; e != NULL && i < e->n; i++)
         if (e->v[i].model != NULL)
-            return true;
-    return false;
+            return e->v[i].model;
+    return NULL;
+}
+
+/* Whether any version of e serves. */
+static bool serving(const entry_t *e)
+{
+    return serving_model(e) != NULL;
 }
 
 static ver_t *find_ver(entry_t *e, int64_t version)
@@ -1184,16 +1190,16 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     return load_clean_up(&L, st);
 }
 
-/* The serving ensembles with a step on model `name` (names to free). Lock held. */
+/* How many serving ensembles have a step on model `name`; their names (to free) in *users
+ * unless users is NULL. Lock held. */
 static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char ***users)
 {
     size_t n = 0;
-    *users = NULL;
+    if (users != NULL)
+        *users = NULL;
     for (size_t i = 0; i < repo->n; i++) {
         const entry_t *u = repo->e[i];
-        const nr_model_t *um = NULL;
-        for (size_t v = 0; v < u->n && um == NULL; v++)
-            um = u->v[v].model;
+        const nr_model_t *um = serving_model(u);
         if (um == NULL || !is_ensemble(um->cfg))
             continue;
         const nr_cfg_ensemble_t *es = &um->cfg->ensemble_scheduling;
@@ -1201,10 +1207,11 @@ static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char
         for (size_t s = 0; s < es->n_step && !uses; s++)
             uses = strlen(es->step[s].model_name) == len &&
                    memcmp(es->step[s].model_name, name, len) == 0;
-        if (uses) {
+        if (uses && users != NULL) {
             *users = nr_grow(*users, n, sizeof(char *));
-            (*users)[n++] = nr_strdup(u->name);
+            (*users)[n] = nr_strdup(u->name);
         }
+        n += uses;
     }
     return n;
 }
@@ -1212,9 +1219,7 @@ static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char
 /* The composing models of e's serving ensemble config (names to free). Lock held. */
 static size_t steps_of(const entry_t *e, char ***steps)
 {
-    const nr_model_t *m = NULL;
-    for (size_t v = 0; e != NULL && v < e->n && m == NULL; v++)
-        m = e->v[v].model;
+    const nr_model_t *m = serving_model(e);
     size_t n = 0;
     *steps = NULL;
     if (m == NULL || !is_ensemble(m->cfg))
@@ -1270,14 +1275,10 @@ static void unload_model(nr_repo_t *repo, const char *name, size_t len, bool dep
     for (size_t i = 0; i < n_steps; i++) {
         pthread_rwlock_rdlock(&repo->lock);
         const entry_t *d = find_entry(repo, steps[i], strlen(steps[i]), NULL);
-        bool go = d != NULL && d->implicit && serving(d);
-        char **others = NULL;
-        size_t n_others = go ? users_of(repo, steps[i], strlen(steps[i]), &others) : 0;
+        bool go = d != NULL && d->implicit && serving(d) &&
+                  users_of(repo, steps[i], strlen(steps[i]), NULL) == 0;
         pthread_rwlock_unlock(&repo->lock);
-        for (size_t u = 0; u < n_others; u++)
-            free(others[u]);
-        free(others);
-        if (go && n_others == 0)
+        if (go)
             unload_model(repo, steps[i], strlen(steps[i]), true);
         free(steps[i]);
     }

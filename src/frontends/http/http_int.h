@@ -272,13 +272,13 @@ bool nr_http_bulk_reply(nr_http_server_t *s, nr_http_async_t *async, size_t json
                         size_t deflate_bytes, void (*fn)(void *, nr_http_resp_t *), void *arg,
                         nr_http_resp_t *r);
 
+/* A request parameter checked by the rules of Triton's HTTP frontend (its texts for a wrong
+ * type, a reserved triton_* key), then given to the core (nr_infer_param). */
+NR_MUST_CHECK nr_status_t *nr_http_check_param(nr_infer_t *inf, const nr_param_t *p);
 /* After done(): builds the response from the request's outputs: r->iov = [JSON header,
  * binary outputs...] (views into inf and the outputs), content type and
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
-/* A request parameter checked by the rules of Triton's HTTP frontend (its texts for a wrong
- * type, a reserved triton_* key), then given to the core (nr_infer_param). */
-NR_MUST_CHECK nr_status_t *nr_http_check_param(nr_infer_t *inf, const nr_param_t *p);
 NR_MUST_CHECK nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
 /* After done(), before encoding: an estimate of the reply's JSON text (outputs
  * sent as JSON, at 3 bytes of text a tensor byte) and its binary outputs' bytes,
