@@ -12,10 +12,12 @@ No test asserts on wall-clock time; deadlines only bound how long a test waits."
 import json
 import threading
 
+import grpc
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 import models
@@ -289,6 +291,29 @@ def test_unload_dependents_takes_what_only_the_ensembles_load_brought_in(server_
     wait_for(lambda: states("ensemble_diamond", "simple") == [gone, gone], 30,
              "simple unloaded with ensemble_diamond")
     assert states("dyn_batch") == [ready]
+
+
+def test_unload_dependents_of_the_wrong_type_is_refused_and_unloads_nothing(server_factory, repo):
+    """A non-boolean unload_dependents gets Triton's error on each protocol (HTTP 400 with
+    TritonJson's text, gRPC INVALID_ARGUMENT), unloads nothing, and the server serves on."""
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=ensemble_diamond"])
+    r = post(srv.port, "/v2/repository/models/ensemble_diamond/unload",
+             b'{"parameters":{"unload_dependents":"yes"}}', {"Content-Type": "application/json"})
+    assert (r.status, r.json()) == (400, {"error": "attempt to access JSON non-boolean as boolean"})
+    stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(srv.grpc_url))
+    req = service_pb2.RepositoryModelUnloadRequest(model_name="ensemble_diamond")
+    req.parameters["unload_dependents"].int64_param = 1
+    with pytest.raises(grpc.RpcError) as e:
+        stub.RepositoryModelUnload(req)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.value.details() == ("invalid value type for 'unload_dependents' parameter, "
+                                 "expected bool_param.")
+    idx = index(srv.port)
+    assert idx[("ensemble_diamond", "1")] == ("READY", None)
+    assert idx[("simple", "1")] == ("READY", None)
+    c = httpclient.InferenceServerClient(srv.url)
+    r = c.infer("ensemble_diamond", int_inputs(httpclient, ["IN0", "IN1"]))
+    np.testing.assert_array_equal(r.as_numpy("SUM"), 4 * A)
 
 
 def test_a_composing_model_reloaded_under_load_loses_no_ensemble_request(server_factory, repo):
