@@ -37,6 +37,11 @@ PROTO_DIR := src/proto
 PROTO_SRC := $(wildcard $(PROTO_DIR)/*.proto)
 GEN_C    := $(PROTO_SRC:$(PROTO_DIR)/%.proto=$(BUILD)/gen/proto/%.pb-c.c)
 GEN_H    := $(GEN_C:.c=.h)
+# The Python backend's stub sources, compiled in as byte arrays (scripts/embed.sh): a stub
+# process gets them from nereid itself, so nothing is installed beside the binary.
+PY_STUB_SRC := src/backends/python/stub/nereid_stub.py \
+               src/backends/python/stub/triton_python_backend_utils.py
+GEN_C    += $(BUILD)/gen/python/py_sources.c
 GEN_OBJ  := $(GEN_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(GEN_OBJ)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -98,6 +103,11 @@ $(BUILD)/obj/%.o: %.c | $(GEN_H)
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: $(PROTO_DIR)/%.proto
 	@mkdir -p $(dir $@)
 	protoc-c --c_out=$(BUILD)/gen/proto --proto_path=$(PROTO_DIR) $<
+
+$(BUILD)/gen/python/py_sources.c: $(PY_STUB_SRC) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ nr_py_stub_source $(word 1,$(PY_STUB_SRC)) \
+	    nr_py_utils_source $(word 2,$(PY_STUB_SRC))
 
 $(GEN_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(GEN_H)
 	@mkdir -p $(dir $@)
@@ -257,7 +267,8 @@ ASAN_E2E    ?= $(E2E_FAST)
 TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests/e2e/test_stats.py \
                tests/e2e/test_infer_binary.py tests/e2e/test_dynamic_batching.py \
                tests/e2e/test_shared_memory.py tests/e2e/test_grpc.py tests/e2e/test_metrics.py \
-               tests/e2e/test_model_control.py tests/e2e/test_ensemble.py
+               tests/e2e/test_model_control.py tests/e2e/test_ensemble.py \
+               tests/e2e/test_python_backend.py
 TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 # The core's unit tests that run instance threads, the scheduler and the repository's reaper.
 TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble test_capi
@@ -341,6 +352,7 @@ bench: setup all models $(BUILD)/bin/bench-ort-direct $(BUILD)/bin/bench-grpc-lo
 	$(PY) bench/guide.py
 	$(PY) bench/ensemble.py
 	$(PY) bench/capi.py
+	$(PY) bench/python_backend.py
 
 # make install PREFIX=...: the binaries, libnereid.so with nereid.h and a pkg-config file, and
 # the ONNX Runtime libraries the server opens ($(PREFIX)/lib/nereid, where libnereid.so and the

@@ -424,6 +424,8 @@ static void on_done(nr_req_t *req, void *arg)
     nereid_request_t *r = arg;
     for (size_t k = 0; r->alloc != NULL && req->status == NULL && k < req->n_want; k++) {
         nr_tensor_t *t = &req->outputs[k];
+        if (t->name == NULL) /* not returned by the backend */
+            continue;
         void *buf = r->alloc(r->alloc_arg, t->name, t->size);
         if (buf == NULL)
             continue;

@@ -34,6 +34,7 @@ typedef struct {
     nr_tensor_t *outputs; /* [n_want]: the backend fills name, dtype, dims, data, size, hold */
     uint64_t batch_size;  /* this request's batch (dims[0]); 1 when max_batch_size == 0 */
     nr_status_t *status;  /* the backend sets this on a failure of this request alone */
+    const char *id;       /* the request's id; NULL or "" when it has none */
 } nr_batch_item_t;
 
 typedef struct {
@@ -68,7 +69,8 @@ typedef struct nr_backend_s {
                                     void **inst_state);
     /* Runs a batch. The return value is for a failure of the whole batch only
      * (then every item fails with it). Outputs must be filled for each item
-     * whose status stays NULL. */
+     * whose status stays NULL; one whose name stays NULL is absent from the reply (a Python
+     * model may leave out an output it was asked for, as on Triton). */
     nr_status_t *(*execute)(void *inst_state, nr_batch_t *batch);
     void (*instance_destroy)(void *inst_state);
     void (*model_unload)(void *model_state);

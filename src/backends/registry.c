@@ -7,9 +7,11 @@
 #include <string.h>
 
 extern const nr_backend_t nr_ort_backend;
+extern const nr_backend_t nr_python_backend;
 
 static const nr_backend_t *const backends[] = {
     &nr_ort_backend,
+    &nr_python_backend,
 };
 
 const nr_backend_t *nr_backend_find(const char *name)

@@ -214,13 +214,17 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
     size_t *ord = n <= 16 ? ord_small : nr_malloc(n * sizeof(size_t));
     output_order(inf, ord);
     nr_status_t *st = NULL;
-    for (size_t k = 0; k < n && st == NULL; k++) {
-        size_t i = ord[k];
+    size_t m = 0; /* outputs in the reply */
+    for (size_t j = 0; j < n && st == NULL; j++) {
+        size_t i = ord[j];
         uint32_t c = req->want[i];
         if (c >= cfg->n_output) {
             st = nr_status_new(NR_INTERNAL, "output index %u out of range", c);
             break;
         }
+        if (req->outputs[i].name == NULL) /* the backend did not return it (backend.h) */
+            continue;
+        size_t k = m++;
         nr_infer_out_t *o = &inf->outs[k];
         o->index = c;
         o->name = cfg->output[c].name;
@@ -248,8 +252,8 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
         free(ord);
     if (st != NULL)
         return st;
-    inf->n_outs = n;
+    inf->n_outs = m;
     *outs = inf->outs;
-    *n_outs = n;
+    *n_outs = m;
     return NULL;
 }

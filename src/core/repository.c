@@ -289,7 +289,8 @@ static size_t apply_policy(const nr_model_config_t *cfg, int64_t *v, size_t n)
     return k;
 }
 
-/* Server-side autofill (Triton's AutoCompleteBackendFields for ONNX). */
+/* Server-side autofill (Triton's AutoCompleteBackendFields for ONNX; a Python model's file is
+ * model.py). */
 static void autofill_backend(nr_model_config_t *cfg, const char *dir_name)
 {
     if (!cfg->name || !cfg->name[0]) {
@@ -313,9 +314,10 @@ static void autofill_backend(nr_model_config_t *cfg, const char *dir_name)
         free(cfg->platform);
         cfg->platform = nr_strdup("onnxruntime_onnx");
     }
-    if (is_ort_backend && (!cfg->default_model_filename || !cfg->default_model_filename[0])) {
+    bool no_file = !cfg->default_model_filename || !cfg->default_model_filename[0];
+    if (no_file && (is_ort_backend || (cfg->backend && !strcmp(cfg->backend, "python")))) {
         free(cfg->default_model_filename);
-        cfg->default_model_filename = nr_strdup("model.onnx");
+        cfg->default_model_filename = nr_strdup(is_ort_backend ? "model.onnx" : "model.py");
     }
 }
 

@@ -379,5 +379,6 @@ nr_status_t *nr_req_validate(nr_req_t *req)
     req->item.outputs = req->outputs;
     req->item.batch_size = req->batch_size;
     req->item.status = NULL;
+    req->item.id = req->id;
     return NULL;
 }

@@ -418,6 +418,7 @@ static void set_output(nr_req_t *req, size_t i, uint32_t cfg_idx, nr_dtype_t dt,
                        size_t size, int64_t d0, int64_t d1)
 {
     req->want[i] = cfg_idx;
+    req->outputs[i].name = req->model->cfg->output[cfg_idx].name; /* a backend names what it returns */
     req->outputs[i].dtype = dt;
     req->outputs[i].ndim = 2;
     req->outputs[i].dims[0] = d0;

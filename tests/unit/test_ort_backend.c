@@ -177,11 +177,13 @@ static const char SIMPLE_CFG[] =
 
 /* ---- registry ---- */
 
-NR_TEST(registry_finds_onnxruntime_only)
+NR_TEST(registry_finds_backends_by_name)
 {
     EXPECT_TRUE(nr_backend_find("onnxruntime") == &nr_ort_backend);
-    EXPECT_TRUE(nr_backend_find("onnxruntime_onnx") == NULL);
-    EXPECT_TRUE(nr_backend_find("python") == NULL);
+    EXPECT_TRUE(nr_backend_find("onnxruntime_onnx") == NULL); /* a platform, not a backend */
+    EXPECT_TRUE(nr_backend_find("python") != NULL);
+    EXPECT_STREQ(nr_backend_find("python")->name, "python");
+    EXPECT_TRUE(nr_backend_find("pytorch") == NULL);
     EXPECT_STREQ(nr_ort_backend.name, "onnxruntime");
     EXPECT_EQ_INT(nr_ort_backend.abi_version, NR_BACKEND_ABI_VERSION);
 }

@@ -1,0 +1,558 @@
+/* py_backend.c - the "python" backend: Triton's model.py models (class TritonPythonModel), each
+ * instance in a stub process of its own (py_stub.c).
+ *
+ * autocomplete: when model.py defines auto_complete_config, a short-lived stub runs it on the
+ *     config and the config it returns replaces ours (Triton does the same at load).
+ * model_load: finds the interpreter (the model's EXECUTION_ENV_PATH, else the machine's python3).
+ * instance_create: starts the instance's stub and initializes the model in it (initialize(args)),
+ *     bounded by NR_PY_INIT_TIMEOUT_MS.
+ * execute: writes the batch into the stub's shared memory, waits for its responses there and
+ *     copies each request's outputs out (one buffer per request). A stub that dies fails the
+ *     batch it held and is started again for the next one.
+ *
+ * Ownership: the model state borrows the config and owns its paths; an instance owns its stub.
+ */
+#include "py_int.h"
+
+#include "../../common/alloc.h"
+#include "../../common/buf.h"
+#include "../../common/clock.h"
+#include "../../common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef NR_PYTHON_DEFAULT
+#define NR_PYTHON_DEFAULT "/usr/bin/python3"
+#endif
+#define NR_PY_INIT_TIMEOUT_MS 30000 /* Triton's stub-timeout-seconds */
+#define NR_PY_STOP_TIMEOUT_MS 5000
+
+typedef struct {
+    const nr_model_config_t *cfg;
+    char *python;      /* the interpreter */
+    char *model_path;  /* <repository>/<model>/<version>/model.py */
+    char *model_dir;   /* <repository>/<model> */
+    char *version;     /* "1" */
+    char *config_json; /* the config as Triton's JSON, for initialize's args */
+} py_model_t;
+
+typedef struct {
+    py_model_t *m;
+    nr_instance_info_t info;
+    char *name;
+    nr_py_stub_t stub;
+    bool up; /* the stub runs an initialized model */
+} py_inst_t;
+
+static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+static size_t align(size_t n) { return (n + NR_PY_ALIGN - 1) & ~(size_t)(NR_PY_ALIGN - 1); }
+
+/* ---- the interpreter ------------------------------------------------------------------------ */
+
+static const char *param(const nr_model_config_t *cfg, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_parameters; i++)
+        if (cfg->parameters[i].key && strcmp(cfg->parameters[i].key, key) == 0)
+            return cfg->parameters[i].value;
+    return NULL;
+}
+
+/* EXECUTION_ENV_PATH ($$TRITON_MODEL_DIRECTORY replaced by the model's directory): an unpacked
+ * environment whose bin/python3 runs the stub. Without it, the machine's python3. */
+static nr_status_t *interpreter(const nr_model_config_t *cfg, const char *model_dir, char **out)
+{
+    const char *env = param(cfg, "EXECUTION_ENV_PATH");
+    if (env == NULL || env[0] == '\0') {
+        *out = nr_strdup(access(NR_PYTHON_DEFAULT, X_OK) == 0 ? NR_PYTHON_DEFAULT : "python3");
+        return NULL;
+    }
+    static const char var[] = "$$TRITON_MODEL_DIRECTORY";
+    const char *at = strstr(env, var);
+    char *path = at ? nr_asprintf("%.*s%s%s", (int)(at - env), env, model_dir, at + strlen(var))
+                    : nr_strdup(env);
+    size_t n = strlen(path);
+    if (n > 7 && strcmp(path + n - 7, ".tar.gz") == 0) {
+        nr_status_t *st = nr_status_new(NR_UNSUPPORTED,
+                                        "EXECUTION_ENV_PATH '%s': packed environments are not "
+                                        "supported yet; give the unpacked environment's directory",
+                                        path);
+        free(path);
+        return st;
+    }
+    char *py = nr_asprintf("%s/bin/python3", path);
+    free(path);
+    if (access(py, X_OK) != 0) {
+        nr_status_t *st = nr_status_new(NR_INVALID_ARG,
+                                        "EXECUTION_ENV_PATH: no Python interpreter at '%s': %s",
+                                        py, strerror(errno));
+        free(py);
+        return st;
+    }
+    *out = py;
+    return NULL;
+}
+
+/* ---- autocomplete --------------------------------------------------------------------------- */
+
+/* Does model.py mention auto_complete_config at all? (Starting Python costs ~50 ms.) */
+static bool mentions_autocomplete(const char *model_path)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    bool found = nr_buf_read_file(&b, model_path, 64u << 20) == 0 &&
+                 memmem(b.data, b.len, "auto_complete_config", 20) != NULL;
+    nr_buf_free(&b);
+    return found;
+}
+
+/* Writes text at offset 0 of the stub's shared memory. */
+static nr_status_t *put_text(nr_py_stub_t *s, const char *text, size_t len)
+{
+    nr_status_t *st = nr_py_stub_reserve(s, len + NR_PY_ALIGN);
+    if (st == NULL)
+        memcpy(s->shm, text, len);
+    return st;
+}
+
+static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_path)
+{
+    if (!mentions_autocomplete(model_path))
+        return NULL;
+    char *python = NULL;
+    nr_status_t *st = interpreter(cfg, "", &python);
+    if (st != NULL)
+        return st;
+    nr_py_stub_t s = {.name = nr_asprintf("%s (auto-complete)", cfg->name ? cfg->name : "")};
+    st = nr_py_stub_start(&s, python, "autocomplete", s.name);
+    nr_buf_t b;
+    nr_buf_init(&b);
+    if (st == NULL) {
+        size_t len = 0;
+        char *json = nr_cfg_to_json(cfg, &len);
+        nr_buf_puts(&b, "{\"config\":");
+        nr_buf_append(&b, json, len);
+        nr_buf_puts(&b, ",\"model_path\":");
+        nr_buf_json_str(&b, model_path, strlen(model_path));
+        nr_buf_puts(&b, "}");
+        free(json);
+        st = put_text(&s, b.data, b.len);
+    }
+    if (st == NULL)
+        st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, b.len);
+    nr_py_hdr_t h;
+    if (st == NULL)
+        st = nr_py_stub_wait(&s, &h, NR_PY_INIT_TIMEOUT_MS, "auto_complete_config");
+    if (st == NULL && h.kind == NR_PY_ERROR)
+        st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&s, &h));
+    if (st == NULL && h.kind != NR_PY_CONFIG)
+        st = nr_status_new(NR_INTERNAL, "the Python stub of '%s' answered %u to auto-complete",
+                           cfg->name, h.kind);
+    if (st == NULL) {
+        nr_model_config_t *done = NULL;
+        st = nr_cfg_parse_json(s.shm + h.off, h.len, &done);
+        if (st != NULL) {
+            nr_status_t *w = nr_status_new(NR_INVALID_ARG, "auto_complete_config of '%s' "
+                                           "returned an invalid config: %s", cfg->name, st->msg);
+            nr_status_free(st);
+            st = w;
+        } else {
+            nr_model_config_t tmp = *cfg;
+            *cfg = *done;
+            *done = tmp;
+            nr_cfg_free(done);
+        }
+    }
+    nr_buf_free(&b);
+    nr_py_stub_stop(&s, 0);
+    free(s.name);
+    free(python);
+    return st;
+}
+
+/* ---- model ---------------------------------------------------------------------------------- */
+
+static void py_model_unload(void *state)
+{
+    py_model_t *m = state;
+    if (m == NULL)
+        return;
+    free(m->python);
+    free(m->model_path);
+    free(m->model_dir);
+    free(m->version);
+    free(m->config_json);
+    free(m);
+}
+
+static nr_status_t *py_model_load(const nr_model_config_t *cfg, const char *model_dir,
+                                  const char *model_path, void **state)
+{
+    struct stat sb;
+    if (stat(model_path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return nr_status_new(NR_INVALID_ARG, "unable to find the Python model file '%s'",
+                             model_path);
+    py_model_t *m = nr_calloc(1, sizeof(*m));
+    m->cfg = cfg;
+    nr_status_t *st = interpreter(cfg, model_dir, &m->python);
+    if (st != NULL) {
+        py_model_unload(m);
+        return st;
+    }
+    m->model_path = nr_strdup(model_path);
+    m->model_dir = nr_strdup(model_dir);
+    /* the version is the directory model.py sits in */
+    const char *end = strrchr(model_path, '/'), *start = end;
+    while (start > model_path && start[-1] != '/')
+        start--;
+    m->version = end ? nr_asprintf("%.*s", (int)(end - start), start) : nr_strdup("1");
+    size_t len = 0;
+    m->config_json = nr_cfg_to_json(cfg, &len);
+    *state = m;
+    return NULL;
+}
+
+/* ---- instances ------------------------------------------------------------------------------ */
+
+static const char *kind_name(int kind)
+{
+    return kind == NR_KIND_GPU ? "GPU" : kind == NR_KIND_MODEL ? "MODEL" : "CPU";
+}
+
+/* Starts the stub and runs initialize(args) in it. */
+static nr_status_t *inst_start(py_inst_t *in)
+{
+    py_model_t *m = in->m;
+    nr_status_t *st = nr_py_stub_start(&in->stub, m->python, "instance", in->name);
+    if (st != NULL)
+        return st;
+    nr_buf_t b;
+    nr_buf_init(&b);
+    char dev[16];
+    snprintf(dev, sizeof(dev), "%d", in->info.device_id);
+    const struct { const char *k, *v; } args[] = {
+        {"model_config", m->config_json},   {"model_instance_kind", kind_name(in->info.kind)},
+        {"model_instance_name", in->name},  {"model_instance_device_id", dev},
+        {"model_repository", m->model_dir}, {"model_version", m->version},
+        {"model_name", m->cfg->name},
+    };
+    nr_buf_puts(&b, "{\"args\":{");
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+        if (i)
+            nr_buf_puts(&b, ",");
+        nr_buf_json_str(&b, args[i].k, strlen(args[i].k));
+        nr_buf_puts(&b, ":");
+        nr_buf_json_str(&b, args[i].v, strlen(args[i].v));
+    }
+    nr_buf_puts(&b, "},\"model_path\":");
+    nr_buf_json_str(&b, m->model_path, strlen(m->model_path));
+    nr_buf_puts(&b, "}");
+    st = put_text(&in->stub, b.data, b.len);
+    if (st == NULL)
+        st = nr_py_stub_send(&in->stub, NR_PY_INIT, 0, b.len);
+    nr_buf_free(&b);
+    nr_py_hdr_t h;
+    if (st == NULL)
+        st = nr_py_stub_wait(&in->stub, &h, NR_PY_INIT_TIMEOUT_MS, "initialize");
+    if (st == NULL && h.kind == NR_PY_ERROR)
+        st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
+    if (st != NULL) {
+        nr_py_stub_stop(&in->stub, 0);
+        return st;
+    }
+    in->up = true;
+    return NULL;
+}
+
+static nr_status_t *py_instance_create(void *model_state, const nr_instance_info_t *info,
+                                       void **inst_state)
+{
+    py_inst_t *in = nr_calloc(1, sizeof(*in));
+    in->m = model_state;
+    in->info = *info;
+    in->name = nr_strdup(info->name);
+    in->stub.name = in->name;
+    NR_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", in->name,
+                kind_name(info->kind), info->device_id);
+    nr_status_t *st = inst_start(in);
+    if (st != NULL) {
+        free(in->name);
+        free(in);
+        return st;
+    }
+    *inst_state = in;
+    return NULL;
+}
+
+static void py_instance_destroy(void *state)
+{
+    py_inst_t *in = state;
+    if (in == NULL)
+        return;
+    nr_py_stub_stop(&in->stub, in->up ? NR_PY_STOP_TIMEOUT_MS : 0);
+    free(in->name);
+    free(in);
+}
+
+/* ---- execute -------------------------------------------------------------------------------- */
+
+/* One request's outputs, copied out of the shared memory. */
+typedef struct {
+    nr_hold_t hold;
+    char bytes[];
+} out_hold_t;
+
+static void out_release(nr_hold_t *h) { free(h); }
+
+/* Writes the batch from offset 0; returns its length. */
+static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
+{
+    size_t head = sizeof(nr_py_batch_t), data = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const nr_batch_item_t *it = b->items[i];
+        size_t id_len = it->id ? strlen(it->id) : 0;
+        head += sizeof(nr_py_req_t) + pad8(id_len) + pad8(4 * it->n_want);
+        for (size_t k = 0; k < it->n_inputs; k++)
+            if (it->inputs[k].data != NULL) {
+                head += sizeof(nr_py_tensor_t) + 8 * it->inputs[k].ndim;
+                data += align(it->inputs[k].size);
+            }
+    }
+    size_t total = align(head) + data;
+    nr_status_t *st = nr_py_stub_reserve(&in->stub, total + NR_PY_ALIGN);
+    if (st != NULL)
+        return st;
+    char *base = in->stub.shm;
+    nr_py_batch_t bh = {.n = (uint32_t)b->n};
+    memcpy(base, &bh, sizeof(bh));
+    size_t p = sizeof(bh), d = align(head);
+    for (size_t i = 0; i < b->n; i++) {
+        const nr_batch_item_t *it = b->items[i];
+        size_t id_len = it->id ? strlen(it->id) : 0;
+        nr_py_req_t rh = {.n_want = (uint32_t)it->n_want, .id_len = (uint32_t)id_len};
+        for (size_t k = 0; k < it->n_inputs; k++)
+            rh.n_inputs += it->inputs[k].data != NULL;
+        memcpy(base + p, &rh, sizeof(rh));
+        p += sizeof(rh);
+        if (id_len > 0)
+            memcpy(base + p, it->id, id_len);
+        p = pad8(p + id_len);
+        if (it->n_want > 0)
+            memcpy(base + p, it->want, 4 * it->n_want);
+        p = pad8(p + 4 * it->n_want);
+        for (size_t k = 0; k < it->n_inputs; k++) {
+            const nr_tensor_t *t = &it->inputs[k];
+            if (t->data == NULL)
+                continue;
+            nr_py_tensor_t th = {.index = (uint32_t)k, .type = nr_py_type_code(t->dtype),
+                                 .ndim = (uint32_t)t->ndim, .off = d, .nbytes = t->size};
+            memcpy(base + p, &th, sizeof(th));
+            p += sizeof(th);
+            memcpy(base + p, t->dims, 8 * t->ndim);
+            p += 8 * t->ndim;
+            memcpy(base + d, t->data, t->size);
+            d = align(d + t->size);
+        }
+    }
+    *len = d;
+    return NULL;
+}
+
+/* Bytes [off, off + n) of the answer lie inside it. */
+static bool inside(uint64_t off, uint64_t n, uint64_t start, uint64_t end)
+{
+    return off >= start && off <= end && n <= end - off;
+}
+
+/* A BYTES tensor's serialized form holds exactly `count` elements. */
+static bool bytes_ok(const char *p, uint64_t n, uint64_t count)
+{
+    uint64_t off = 0, seen = 0;
+    while (off < n) {
+        uint32_t l;
+        if (n - off < 4)
+            return false;
+        memcpy(&l, p + off, 4);
+        off += 4;
+        if (l > n - off)
+            return false;
+        off += l;
+        seen++;
+    }
+    return seen == count;
+}
+
+static nr_status_t *bad_answer(const py_inst_t *in, const char *what)
+{
+    return nr_status_new(NR_INTERNAL, "the Python stub of '%s' sent a malformed answer (%s)",
+                         in->name, what);
+}
+
+/* Reads response i at *p into item `it` (outputs or its status). */
+static nr_status_t *decode_one(py_inst_t *in, nr_batch_item_t *it, uint64_t *p, uint64_t start,
+                               uint64_t end)
+{
+    const char *base = in->stub.shm;
+    const nr_model_config_t *cfg = in->m->cfg;
+    nr_py_resp_t rh;
+    if (!inside(*p, sizeof(rh), start, end))
+        return bad_answer(in, "response header");
+    memcpy(&rh, base + *p, sizeof(rh));
+    *p += sizeof(rh);
+    if (!inside(*p, (uint64_t)rh.err_len + rh.params_len, start, end))
+        return bad_answer(in, "error text");
+    const char *err = base + *p;
+    *p = pad8(*p + rh.err_len + rh.params_len);
+    /* the outputs' headers, then (for a response without error) the outputs asked for */
+    uint32_t n_out = rh.n_outputs;
+    if (n_out > (end - *p) / sizeof(nr_py_tensor_t))
+        return bad_answer(in, "output count");
+    const nr_py_tensor_t *th_few[16], **th = th_few;
+    const char *names_few[16], **names = names_few;
+    if (n_out > 16) {
+        th = nr_malloc(n_out * sizeof(*th));
+        names = nr_malloc(n_out * sizeof(*names));
+    }
+    nr_status_t *st = NULL;
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < n_out; k++) {
+        const nr_py_tensor_t *t = (const nr_py_tensor_t *)(base + *p);
+        *p += sizeof(*t);
+        if (t->ndim > NR_MAX_DIMS || !inside(*p, pad8(t->index) + 8ull * t->ndim, start, end) ||
+            !inside(t->off, t->nbytes, start, end)) {
+            st = bad_answer(in, "output");
+            goto out;
+        }
+        th[k] = t;
+        names[k] = base + *p;
+        *p += pad8(t->index) + 8ull * t->ndim;
+        bytes += align(t->nbytes);
+    }
+    if (rh.code >= 0) {
+        nr_code_t code = rh.code <= NR_CANCELLED ? (nr_code_t)rh.code : NR_INTERNAL;
+        it->status = nr_status_new(code, "%.*s", (int)rh.err_len, err);
+        goto out;
+    }
+    out_hold_t *h = nr_malloc(sizeof(*h) + bytes + 1);
+    h->hold.release = out_release;
+    atomic_init(&h->hold.refs, 0);
+    char *dst = h->bytes;
+    for (size_t j = 0; j < it->n_want; j++) {
+        const char *want = cfg->output[it->want[j]].name;
+        size_t wl = strlen(want);
+        uint32_t k = 0;
+        while (k < n_out && !(th[k]->index == wl && memcmp(names[k], want, wl) == 0))
+            k++;
+        nr_tensor_t *o = &it->outputs[j];
+        if (k == n_out) /* not returned: absent from the reply, as on Triton */
+            continue;
+        const nr_py_tensor_t *t = th[k];
+        const int64_t *dims = (const int64_t *)(names[k] + pad8(t->index));
+        nr_dtype_t dt = nr_py_type_from_code(t->type);
+        uint64_t count = 0;
+        o->ndim = t->ndim;
+        memcpy(o->dims, dims, 8 * t->ndim);
+        if (dt == NR_TYPE_INVALID || !nr_shape_count(o->dims, o->ndim, &count) ||
+            (dt == NR_TYPE_STRING ? !bytes_ok(base + t->off, t->nbytes, count)
+                                  : count * nr_dtype_size(dt) != t->nbytes)) {
+            it->status = nr_status_new(NR_INTERNAL, "output '%s' of the Python model has a "
+                                       "shape that does not match its bytes", want);
+            break;
+        }
+        memcpy(dst, base + t->off, t->nbytes);
+        o->name = want;
+        o->dtype = dt;
+        o->data = dst;
+        o->size = t->nbytes;
+        o->hold = &h->hold;
+        atomic_fetch_add(&h->hold.refs, 1);
+        dst += align(t->nbytes);
+    }
+    if (it->status != NULL) {
+        for (size_t j = 0; j < it->n_want; j++) {
+            it->outputs[j].hold = NULL;
+            it->outputs[j].name = NULL;
+        }
+        free(h);
+    } else if (atomic_load(&h->hold.refs) == 0) {
+        free(h);
+    }
+out:
+    if (th != th_few) {
+        free(th);
+        free(names);
+    }
+    return st;
+}
+
+static nr_status_t *decode(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h)
+{
+    uint64_t start = h->off, end = h->off + h->len, p = start;
+    nr_py_batch_t bh;
+    if (!inside(p, sizeof(bh), start, end))
+        return bad_answer(in, "batch header");
+    memcpy(&bh, in->stub.shm + p, sizeof(bh));
+    if (bh.n != b->n)
+        return bad_answer(in, "response count");
+    p += sizeof(bh);
+    for (size_t i = 0; i < b->n; i++) {
+        nr_status_t *st = decode_one(in, b->items[i], &p, start, end);
+        if (st != NULL)
+            return st;
+    }
+    return NULL;
+}
+
+static nr_status_t *py_execute(void *state, nr_batch_t *b)
+{
+    py_inst_t *in = state;
+    nr_status_t *st = NULL;
+    if (in->up && nr_py_stub_hung_up(&in->stub)) { /* it died while idle */
+        NR_LOG_ERROR("the Python stub of '%s' ended while idle", in->name);
+        in->up = false;
+        nr_py_stub_stop(&in->stub, 0);
+    }
+    if (!in->up) { /* its stub died: start it again */
+        NR_LOG_WARN("restarting the Python stub of '%s'", in->name);
+        st = inst_start(in);
+        if (st != NULL) {
+            NR_LOG_ERROR("the Python stub of '%s' did not restart: %s", in->name, st->msg);
+            nr_status_free(st);
+            return nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.", in->name);
+        }
+    }
+    size_t len = 0;
+    st = encode(in, b, &len);
+    b->input_end_ns = nr_now_ns();
+    nr_py_hdr_t h;
+    if (st == NULL)
+        st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, len);
+    if (st == NULL)
+        st = nr_py_stub_wait(&in->stub, &h, -1, "execute");
+    b->infer_end_ns = nr_now_ns();
+    if (st != NULL) {
+        in->up = false;
+        nr_py_stub_stop(&in->stub, 0);
+        return st;
+    }
+    if (h.kind == NR_PY_ERROR)
+        return nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
+    if (h.kind != NR_PY_RESPONSES)
+        return bad_answer(in, "message kind");
+    return decode(in, b, &h);
+}
+
+const nr_backend_t nr_python_backend = {
+    .name = "python",
+    .abi_version = NR_BACKEND_ABI_VERSION,
+    .model_autocomplete = py_autocomplete,
+    .model_load = py_model_load,
+    .instance_create = py_instance_create,
+    .execute = py_execute,
+    .instance_destroy = py_instance_destroy,
+    .model_unload = py_model_unload,
+};

@@ -1,0 +1,437 @@
+"""nereid_stub: the process one Python model instance runs in (nereid's Python backend).
+
+The server starts it as `python3 -u -c <loader> <mode> <instance name>` with four descriptors:
+  3  this file's source (a sealed memfd)          4  triton_python_backend_utils's source
+  5  the control socket (AF_UNIX, SOCK_SEQPACKET)  6  the shared-memory file (memfd)
+Every control message starts with a 24-byte header, `<IIQQ`: kind, arg, offset, length. The
+bodies of requests and responses (tensor bytes included) are in the shared memory at
+[offset, offset + length); only log lines and error texts travel inline, after the header.
+The layout of each body is described in src/backends/python/py_wire.h; both sides must agree.
+The server writes a batch from offset 0; this process writes its answer after it, growing the
+shared file when the answer does not fit (the server maps the new size when it reads it).
+
+Modes: "instance" (INIT, then EXECUTE ... until FINALIZE or end of file) and "autocomplete"
+(AUTOCOMPLETE once). The process ends when the server closes the socket, so it never outlives
+the server.
+"""
+import asyncio
+import importlib.util
+import json
+import linecache
+import mmap
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import traceback
+import types
+
+SRC_FD, UTILS_FD, CTRL_FD, SHM_FD = 3, 4, 5, 6
+
+# message kinds (py_wire.h)
+MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE = 1, 2, 3, 4
+MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG = 10, 11, 12, 13, 14
+
+HDR = struct.Struct("<IIQQ")
+BATCH = struct.Struct("<II")            # n_requests, 0
+REQ = struct.Struct("<IIIIIIQQ")        # n_inputs, n_want, id_len, params_len, corr_kind,
+                                        # corr_len, flags, corr_u64
+TENSOR = struct.Struct("<IIIIQQ")       # index or name_len, type code, ndim, 0, offset, nbytes
+RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_len, params_len
+LOGHDR = struct.Struct("<II")           # level, line
+ALIGN = 64
+GROWTH = 1 << 20
+
+
+def pad8(n):
+    return (n + 7) & ~7
+
+
+def align(n):
+    return (n + ALIGN - 1) & ~(ALIGN - 1)
+
+
+def load_source(fd, name):
+    src = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8")
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    return compile(src, name, "exec")
+
+
+def error_text(exc):
+    """An exception as Triton's stub reports it: "ValueError: bad\n\nAt:\n  <file>(<line>):
+    <function>\n" with the innermost frame first (this file's own frames left out)."""
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename != "nereid_stub.py"]
+    if not frames:
+        return head
+    return head + "\n\nAt:\n" + "".join(
+        "  %s(%d): %s\n" % (f.filename, f.lineno, f.name) for f in reversed(frames))
+
+
+class ModelError(Exception):
+    """What the stub finds wrong with what execute returned (reported without a traceback)."""
+
+
+class Stub:
+    def __init__(self, mode, instance_name):
+        self.mode = mode
+        self.name = instance_name
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=CTRL_FD)
+        self.send_lock = threading.Lock()
+        self.mm = None
+        self.mm_size = 0
+        self.model = None
+        self.config = None
+        self.loop = None
+        self.pb = None
+
+    # ---- control messages ----------------------------------------------------------------
+    def send(self, kind, arg=0, off=0, length=0, body=b""):
+        with self.send_lock:
+            if body:
+                self.sock.sendmsg([HDR.pack(kind, arg, off, length or len(body)), body])
+            else:
+                self.sock.send(HDR.pack(kind, arg, off, length))
+
+    def send_error(self, text, code=1):
+        self.send(MSG_ERROR, code, body=text.encode("utf-8", "replace")[:60000] or b" ")
+
+    def log(self, level, message, depth):
+        """A line in the server's log with the caller's file name and line (depth frames up from
+        Logger's method)."""
+        try:
+            f = sys._getframe(depth)
+            fname, line = os.path.basename(f.f_code.co_filename), f.f_lineno
+        except ValueError:
+            fname, line = "model.py", 0
+        body = LOGHDR.pack(level, line) + fname.encode() + b"\0" + \
+            message.encode("utf-8", "replace")[:60000]
+        self.send(MSG_LOG, 0, body=body)
+
+    def bls_exec(self, request, decoupled):
+        """InferenceRequest.exec: requests to other models are not carried to the server yet; the
+        answer says so plainly, as a response error the model can check (has_error)."""
+        return self.pb.InferenceResponse(error=self.pb.TritonError(
+            "nereid does not carry requests from Python models to other models yet (BLS, "
+            "model '%s')" % request.model_name(), self.pb.TritonError.UNSUPPORTED))
+
+    # ---- shared memory -------------------------------------------------------------------
+    def view(self, end):
+        """The shared file mapped at least up to `end` (the server may have grown it)."""
+        if self.mm is None or end > self.mm_size:
+            size = os.fstat(SHM_FD).st_size
+            if size < end:
+                raise RuntimeError("shared memory holds %d bytes, message ends at %d" % (size, end))
+            self.mm = mmap.mmap(SHM_FD, size)  # the old map lives on while arrays view it
+            self.mm_size = size
+        return self.mm
+
+    def reserve(self, end):
+        """Room up to `end` for an answer: the shared file grows (in GROWTH steps) when needed."""
+        if end > self.mm_size:
+            size = os.fstat(SHM_FD).st_size
+            if size < end:
+                size = (end + GROWTH - 1) // GROWTH * GROWTH
+                os.ftruncate(SHM_FD, size)
+            self.mm = mmap.mmap(SHM_FD, size)
+            self.mm_size = size
+        return self.mm
+
+    def read_json(self, off, length):
+        return json.loads(bytes(self.view(off + length)[off:off + length]))
+
+    def write_blob(self, off, data):
+        mm = self.reserve(off + len(data))
+        mm[off:off + len(data)] = data
+        return len(data)
+
+    # ---- the model -----------------------------------------------------------------------
+    def import_model(self, path):
+        """model.py as Triton's stub imports it: the version and model directories appended to
+        sys.path, the file imported as module "<version>.<file>" (so `from . import x` works)."""
+        version_dir = os.path.dirname(path)
+        model_dir = os.path.dirname(version_dir)
+        for d in (version_dir, model_dir):
+            if d not in sys.path:
+                sys.path.append(d)
+        base = os.path.basename(path)
+        if not base.endswith(".py"):
+            raise ValueError("Model name must end with '.py'. Model name is \"%s\"." % base)
+        name = os.path.basename(version_dir) + "." + base[:-3]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        cls = module.TritonPythonModel
+        if not hasattr(cls, "execute"):
+            raise ValueError("Python model " + path + " does not implement `execute` method.")
+        return cls
+
+    def on_init(self, off, length):
+        init = self.read_json(off, length)
+        args = init["args"]
+        self.config = json.loads(args["model_config"])
+        pb = self.pb
+        self.inputs = [(i["name"], pb.triton_string_to_numpy(i.get("data_type", "TYPE_INVALID")))
+                       for i in self.config.get("input", [])]
+        self.outputs = [o["name"] for o in self.config.get("output", [])]
+        try:
+            cls = self.import_model(init["model_path"])
+            self.model = cls()
+            if hasattr(self.model, "initialize"):
+                r = self.model.initialize(args)
+                if asyncio.iscoroutine(r):
+                    self.run_coroutine(r)
+        except BaseException as e:  # noqa: B036 -- any failure is the load's error
+            self.send_error(error_text(e))
+            return
+        self.send(MSG_OK)
+
+    def on_autocomplete(self, off, length):
+        req = self.read_json(off, length)
+        try:
+            cls = self.import_model(req["model_path"])
+            cfg = self.pb.ModelConfig(req["config"])
+            fn = getattr(cls, "auto_complete_config", None)
+            if fn is not None:
+                cfg = fn(cfg)
+                if not isinstance(cfg, self.pb.ModelConfig):
+                    raise ModelError("auto_complete_config function in model '" +
+                                     req["config"].get("name", "") +
+                                     "' must return a valid pb.ModelConfig object.")
+            out = json.dumps(cfg.as_dict()).encode()
+        except ModelError as e:
+            self.send_error(str(e))
+            return
+        except BaseException as e:  # noqa: B036
+            self.send_error(error_text(e))
+            return
+        base = align(off + length)
+        self.send(MSG_CONFIG, 0, base, self.write_blob(base, out))
+
+    def on_finalize(self):
+        if self.model is not None and hasattr(self.model, "finalize"):
+            try:
+                r = self.model.finalize()
+                if asyncio.iscoroutine(r):
+                    self.run_coroutine(r)
+            except BaseException as e:  # noqa: B036
+                self.log(0, error_text(e), 1)
+        self.send(MSG_OK)
+
+    def run_coroutine(self, coro):
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop.run_until_complete(coro)
+
+    # ---- one batch -----------------------------------------------------------------------
+    def decode(self, off, length):
+        pb = self.pb
+        mm = self.view(off + length)
+        n, _ = BATCH.unpack_from(mm, off)
+        p = off + BATCH.size
+        reqs = []
+        for _ in range(n):
+            n_in, n_want, id_len, par_len, corr_kind, corr_len, flags, corr = REQ.unpack_from(mm, p)
+            p += REQ.size
+            rid = mm[p:p + id_len].decode("utf-8", "replace") if id_len else ""
+            p += id_len
+            params = mm[p:p + par_len].decode("utf-8", "replace") if par_len else "{}"
+            p += par_len
+            if corr_kind == 2:
+                corr = mm[p:p + corr_len].decode("utf-8", "replace")
+                p += corr_len
+            elif corr_kind == 0:
+                corr = 0
+            p = pad8(p)
+            want = struct.unpack_from("<%dI" % n_want, mm, p) if n_want else ()
+            p = pad8(p + 4 * n_want)
+            tensors = []
+            for _ in range(n_in):
+                idx, code, ndim, _, doff, nbytes = TENSOR.unpack_from(mm, p)
+                p += TENSOR.size
+                dims = struct.unpack_from("<%dq" % ndim, mm, p) if ndim else ()
+                p += 8 * ndim
+                name, npt = self.inputs[idx]
+                if code == 13:
+                    arr = pb.deserialize_bytes_tensor(memoryview(mm)[doff:doff + nbytes])
+                    arr = arr.reshape(dims)
+                else:
+                    arr = pb.np.ndarray(dims, pb.triton_to_numpy_type(code), mm, doff)
+                t = pb.Tensor.__new__(pb.Tensor)
+                t._name, t._array = name, arr
+                tensors.append(t)
+            r = pb.InferenceRequest(inputs=tensors, request_id=rid, correlation_id=corr,
+                                    flags=flags, parameters=params)
+            r._want = {self.outputs[i] for i in want}
+            r._model_name = self.config.get("name", "")
+            reqs.append(r)
+        return reqs
+
+    def encode(self, base, reqs, resps):
+        """Writes the responses at `base`; returns the length written."""
+        pb = self.pb
+        np = pb.np
+        # first pass: what each response sends, and the room it needs
+        plan, room = [], BATCH.size
+        for req, resp in zip(reqs, resps):
+            err = resp.error() if resp.has_error() else None
+            etext = err.message().encode("utf-8", "replace") if err is not None else b""
+            params = resp.parameters().encode() if resp.parameters() not in ("", "{}") else b""
+            outs = []
+            if err is None:
+                want = set(req.requested_output_names())
+                for t in resp.output_tensors():
+                    if t is None:
+                        raise ModelError("Output tensor for inference response should not be "
+                                         "empty.")
+                    if not isinstance(t, pb.Tensor):
+                        raise ModelError("Expected a 'Tensor' object in the output tensors, "
+                                         "found type '" + str(type(t)) + "'.")
+                    if t.name() not in want:
+                        continue
+                    arr = t.as_numpy()
+                    code = pb.numpy_to_triton_type(arr.dtype)
+                    if code == 13 or arr.dtype.kind in "SUO":
+                        data = pb._serialize(arr)
+                        code = 13
+                    elif code is None:
+                        raise ModelError("NumPy dtype is not supported.")
+                    else:
+                        data = arr
+                    name = t.name().encode()
+                    nbytes = len(data) if code == 13 else arr.nbytes
+                    outs.append((name, code, arr.shape, data, nbytes))
+                    room += TENSOR.size + pad8(len(name)) + 8 * arr.ndim + ALIGN + nbytes
+            plan.append((err, etext, params, outs))
+            room += RESP.size + pad8(len(etext) + len(params))
+        mm = self.reserve(base + room + ALIGN)
+        p = base + BATCH.size
+        BATCH.pack_into(mm, base, len(plan), 0)
+        tensors = []
+        for err, etext, params, outs in plan:
+            RESP.pack_into(mm, p, -1 if err is None else err.code(), len(outs), len(etext),
+                           len(params))
+            p += RESP.size
+            mm[p:p + len(etext)] = etext
+            p += len(etext)
+            mm[p:p + len(params)] = params
+            p = pad8(p + len(params))
+            for o in outs:
+                tensors.append((p, o))
+                p += TENSOR.size + pad8(len(o[0])) + 8 * len(o[2])
+        # tensor bytes after every header, each aligned
+        d = align(p)
+        for hp, (name, code, shape, data, nbytes) in tensors:
+            TENSOR.pack_into(mm, hp, len(name), code, len(shape), 0, d, nbytes)
+            q = hp + TENSOR.size
+            mm[q:q + len(name)] = name
+            q += pad8(len(name))
+            if shape:
+                struct.pack_into("<%dq" % len(shape), mm, q, *shape)
+            if code == 13:
+                mm[d:d + nbytes] = data
+            elif nbytes:
+                np.ndarray(shape, data.dtype, mm, d)[...] = data
+            d = align(d + nbytes)
+        return d - base
+
+    def on_execute(self, off, length):
+        pb = self.pb
+        try:
+            reqs = self.decode(off, length)
+        except BaseException as e:  # noqa: B036
+            self.send_error("nereid: malformed batch: " + error_text(e))
+            return
+        try:
+            resps = self.model.execute(reqs)
+            if asyncio.iscoroutine(resps):
+                resps = self.run_coroutine(resps)
+            # Triton takes None (and None items) as "answered through a response sender";
+            # nereid has no response sender yet, so they would leave clients waiting forever
+            if not isinstance(resps, list):
+                raise ModelError("Expected a list in the execute return, found type '" +
+                                 str(type(resps)) + "'.")
+            if len(resps) != len(reqs):
+                raise ModelError(
+                    "Number of InferenceResponse objects do not match the number of "
+                    "InferenceRequest objects. InferenceRequest(s) size is:%d, and "
+                    "InferenceResponse(s) size is:%d\n" % (len(reqs), len(resps)))
+            for r in resps:
+                if not isinstance(r, pb.InferenceResponse):
+                    raise ModelError(
+                        "Expected an 'InferenceResponse' object in the execute function return "
+                        "list, found type '" + str(type(r)) + "'.")
+            base = align(off + length)
+            n = self.encode(base, reqs, resps)
+        except ModelError as e:
+            self.send_error(self.execute_error(str(e)))
+            return
+        except BaseException as e:  # noqa: B036
+            self.send_error(self.execute_error(error_text(e)))
+            return
+        self.send(MSG_RESPONSES, 0, base, n)
+
+    def execute_error(self, text):
+        # Triton 2.51's wording (the instance's name after "model")
+        return "Failed to process the request(s) for model '%s', message: %s" % (self.name, text)
+
+    # ---- the loop ------------------------------------------------------------------------
+    def run(self):
+        try:
+            self.pb = make_utils(self)
+        except BaseException as e:  # noqa: B036 -- e.g. no numpy in this environment
+            # the answer to the server's first message (so it is never sent to nobody)
+            self.sock.recv(4096)
+            self.send_error(error_text(e))
+            return
+        while True:
+            try:
+                msg = self.sock.recv(4096)
+            except (ConnectionResetError, InterruptedError):
+                return
+            if len(msg) < HDR.size:
+                return  # the server closed the socket
+            kind, arg, off, length = HDR.unpack_from(msg)
+            if kind == MSG_EXECUTE:
+                self.on_execute(off, length)
+            elif kind == MSG_INIT:
+                self.on_init(off, length)
+            elif kind == MSG_AUTOCOMPLETE:
+                self.on_autocomplete(off, length)
+            elif kind == MSG_FINALIZE:
+                self.on_finalize()
+                return
+            else:
+                self.send_error("nereid: unknown message kind %d" % kind)
+
+
+def make_utils(stub):
+    """triton_python_backend_utils, made from descriptor 4 and registered under its name."""
+    name = "triton_python_backend_utils"
+    mod = types.ModuleType(name)
+    mod.__file__ = name + ".py"
+    sys.modules[name] = mod
+    try:
+        exec(load_source(UTILS_FD, mod.__file__), mod.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    mod._stub = stub
+    return mod
+
+
+def main():
+    # The server decides when this process ends (a terminal's Ctrl-C reaches the whole group).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.closerange(SHM_FD + 1, 1 << 16)  # whatever else the server had open
+    mode = sys.argv[1] if len(sys.argv) > 1 else "instance"
+    name = sys.argv[2] if len(sys.argv) > 2 else ""
+    sys.argv = [name]
+    Stub(mode, name).run()
+
+
+main()

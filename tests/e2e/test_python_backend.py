@@ -1,0 +1,541 @@
+"""The Python backend (issue #37): Triton's model.py models on nereid, each instance in a process of
+its own, tensors through shared memory, driven with the official tritonclient over HTTP and gRPC.
+
+The documentation's examples (examples/python: add_sub, nobatch_auto_complete,
+batch_auto_complete); initialize's args and the request's fields as model.py sees them; BYTES
+tensors; async execute; a tensor larger than the shared memory's first size; logging and
+finalize; every error path in Triton's words (an exception in initialize or execute, a syntax
+error, no TritonPythonModel, no model.py, an environment without numpy, the wrong number of
+responses, a response error with each TritonError code, an output left out); a stub killed
+while idle, during execute and during initialize; 64 concurrent clients on two instances.
+
+No test asserts on wall-clock time; deadlines only bound how long a test waits."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from e2e_util import get, infer_json, post, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "python"
+
+FP32_IO = """
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+"""
+
+
+def write_model(repo, name, model_py, config_body=FP32_IO, extra=""):
+    d = Path(repo) / name
+    (d / "1").mkdir(parents=True, exist_ok=True)
+    (d / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n{config_body}\n{extra}\n')
+    (d / "1" / "model.py").write_text(model_py)
+    return d
+
+
+HEADER = "import json, os, sys, time, asyncio\nimport numpy as np\n" \
+         "import triton_python_backend_utils as pb_utils\n\n"
+
+# OUTPUT0 = 2 * INPUT0, OUTPUT1 = the stub's pid (as floats); an input below -100 makes execute
+# raise, -1 .. -5 make it misbehave in the ways Triton names.
+FLAKY = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            v = float(x[0])
+            if v < -100:
+                raise ValueError("negative input %g" % v)
+            if v == -1:
+                return []
+            if v == -2:
+                return None
+            if v == -3:
+                return ["not a response"]
+            if v == -4:
+                return (pb_utils.InferenceResponse([]),)
+            if v == -5:  # OUTPUT1 left out
+                out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * 2)]))
+                continue
+            pid = np.full(4, os.getpid(), dtype=np.float32)
+            out.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUTPUT0", x * 2), pb_utils.Tensor("OUTPUT1", pid)]))
+        return out
+'''
+
+# Every field initialize and execute see, as one JSON string (BYTES output INFO).
+INTROSPECT = HEADER + '''
+class TritonPythonModel:
+    def initialize(self, args):
+        self.args = args
+        pb_utils.Logger.log_info("introspect initialized as " + args["model_instance_name"])
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0")
+            info = {"args": self.args, "id": r.request_id(), "corr": r.correlation_id(),
+                    "flags": r.flags(), "params": r.parameters(),
+                    "want": sorted(r.requested_output_names()),
+                    "input": [x.name(), x.as_numpy().dtype.str, list(x.shape()), x.is_cpu()],
+                    "module": __name__, "path_has_model_dir":
+                        self.args["model_repository"] in sys.path,
+                    "n_requests": len(requests)}
+            t = pb_utils.Tensor("INFO", np.array([json.dumps(info).encode()], dtype=np.object_))
+            out.append(pb_utils.InferenceResponse([t]))
+        return out
+
+    def finalize(self):
+        pb_utils.Logger.log_warn("introspect finalized")
+'''
+INTROSPECT_IO = """
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "INFO" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+# BYTES in, BYTES out (upper-cased), any shape; async execute.
+UPPER = HEADER + '''
+class TritonPythonModel:
+    async def execute(self, requests):
+        await asyncio.sleep(0)
+        out = []
+        for r in requests:
+            s = pb_utils.get_input_tensor_by_name(r, "TEXT").as_numpy()
+            up = np.array([v.upper() for v in s.reshape(-1)], dtype=np.object_).reshape(s.shape)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", up)]))
+        return out
+'''
+UPPER_IO = """
+input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1, -1 ] } ]
+output [ { name: "UPPER" data_type: TYPE_STRING dims: [ -1, -1 ] } ]
+"""
+
+# Any FP32 vector back as it came (for the large-tensor test).
+ECHO = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+'''
+ECHO_IO = """
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+
+# A response carrying TritonError(code = INPUT0[0]).
+ERRCODE = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            code = int(pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()[0])
+            out.append(pb_utils.InferenceResponse(
+                error=pb_utils.TritonError("error with code %d" % code, code)))
+        return out
+'''
+
+
+def fp32(v):
+    return np.array(v, dtype=np.float32)
+
+
+def http_infer(client, model, x, outputs=None, name="INPUT0", request_id=""):
+    inp = httpclient.InferInput(name, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    outs = [httpclient.InferRequestedOutput(o) for o in outputs] if outputs else None
+    return client.infer(model, [inp], outputs=outs, request_id=request_id)
+
+
+def grpc_infer(client, model, x, outputs=None, name="INPUT0"):
+    inp = grpcclient.InferInput(name, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    outs = [grpcclient.InferRequestedOutput(o) for o in outputs] if outputs else None
+    return client.infer(model, [inp], outputs=outs)
+
+
+def stub_pids(server, instance=None):
+    """The pids of the server's Python stubs (children running python), optionally only the one
+    of `instance`."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == server.proc.pid and b"nereid_stub.py" in b"".join(argv):
+            if instance is None or instance.encode() in argv:
+                pids.append(int(d.name))
+    return pids
+
+
+# ---------------------------------------------------------------------------- the examples
+
+@pytest.fixture(scope="module")
+def examples_server(tmp_path_factory):
+    from conftest import running_server
+    log_dir = tmp_path_factory.mktemp("py_examples")
+    with running_server([EXAMPLES], [], log_dir=log_dir, name="examples") as srv:
+        yield srv
+
+
+def test_add_sub_example_over_http_and_grpc(examples_server):
+    """The documentation's add_sub client: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1,
+    over both protocols; asking for OUTPUT1 alone returns OUTPUT1 alone."""
+    rng = np.random.default_rng(7)
+    a, b = rng.random(4, dtype=np.float32), rng.random(4, dtype=np.float32)
+    for mod, url in ((httpclient, examples_server.url), (grpcclient, examples_server.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        ins = [mod.InferInput("INPUT0", [4], "FP32"), mod.InferInput("INPUT1", [4], "FP32")]
+        ins[0].set_data_from_numpy(a)
+        ins[1].set_data_from_numpy(b)
+        r = client.infer("add_sub", ins)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+        r = client.infer("add_sub", ins, outputs=[mod.InferRequestedOutput("OUTPUT1")])
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+        assert r.as_numpy("OUTPUT0") is None
+    # Triton names the backend where a model has no platform
+    meta = httpclient.InferenceServerClient(examples_server.url).get_model_metadata("add_sub")
+    assert meta["platform"] == "python"
+    assert [(i["name"], i["datatype"], i["shape"]) for i in meta["inputs"]] == \
+        [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
+
+
+def test_auto_complete_examples(examples_server):
+    """auto_complete_config declares the IO; with batching it sets max_batch_size 4 and a dynamic
+    batcher, and a [2, 4] batch runs."""
+    client = httpclient.InferenceServerClient(examples_server.url)
+    nob = client.get_model_config("nobatch_auto_complete")
+    bat = client.get_model_config("batch_auto_complete")
+    for cfg in (nob, bat):
+        assert [i["name"] for i in cfg["input"]] == ["INPUT0", "INPUT1"]
+        assert [o["name"] for o in cfg["output"]] == ["OUTPUT0", "OUTPUT1"]
+        assert all(t["data_type"] == "TYPE_FP32" and [int(d) for d in t["dims"]] == [4]
+                   for t in cfg["input"] + cfg["output"])
+        assert cfg["default_model_filename"] == "model.py"
+    assert nob["max_batch_size"] == 0 and "dynamic_batching" not in nob
+    assert bat["max_batch_size"] == 4 and "dynamic_batching" in bat
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    b = np.ones((2, 4), dtype=np.float32)
+    ins = [httpclient.InferInput("INPUT0", [2, 4], "FP32"),
+           httpclient.InferInput("INPUT1", [2, 4], "FP32")]
+    ins[0].set_data_from_numpy(a)
+    ins[1].set_data_from_numpy(b)
+    r = client.infer("batch_auto_complete", ins)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+
+
+# ---------------------------------------------------------------------------- behaviour
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pyrepo")
+    write_model(d, "flaky", FLAKY)
+    write_model(d, "introspect", INTROSPECT, INTROSPECT_IO)
+    write_model(d, "upper", UPPER, UPPER_IO)
+    write_model(d, "echo", ECHO, ECHO_IO)
+    write_model(d, "errcode", ERRCODE)
+    write_model(d, "flaky2", FLAKY.replace("flaky", "flaky2"),
+                extra="instance_group [ { count: 2 kind: KIND_CPU } ]")
+    return d
+
+
+@pytest.fixture(scope="module")
+def server(repo, tmp_path_factory):
+    from conftest import running_server
+    log_dir = tmp_path_factory.mktemp("py_server")
+    with running_server([repo], [], log_dir=log_dir, name="py") as srv:
+        yield srv
+
+
+def test_initialize_args_and_request_fields(server):
+    """initialize(args) gets Triton's seven string keys; a request shows its id, correlation id 0,
+    flags 0, parameters "{}", the outputs asked for (a set) and its input as a numpy view; the
+    model is imported as module "1.model" with its directories on sys.path."""
+    client = httpclient.InferenceServerClient(server.url)
+    r = http_infer(client, "introspect", fp32([1, 2, 3, 4]), request_id="req-17")
+    info = json.loads(r.as_numpy("INFO")[0])
+    args = info["args"]
+    assert sorted(args) == sorted(["model_config", "model_instance_kind", "model_instance_name",
+                                   "model_instance_device_id", "model_repository",
+                                   "model_version", "model_name"])
+    assert all(isinstance(v, str) for v in args.values())
+    assert args["model_name"] == "introspect" and args["model_version"] == "1"
+    assert args["model_instance_name"] == "introspect_0"
+    assert args["model_instance_kind"] == "CPU" and args["model_instance_device_id"] == "0"
+    assert Path(args["model_repository"]).name == "introspect"
+    assert json.loads(args["model_config"])["name"] == "introspect"
+    assert info["id"] == "req-17" and info["corr"] == 0 and info["flags"] == 0
+    assert info["params"] == "{}" and info["want"] == ["INFO"]
+    assert info["input"] == ["INPUT0", "<f4", [4], True]
+    assert info["module"] == "1.model" and info["path_has_model_dir"]
+    assert "model.py:" in server.log and "introspect initialized as introspect_0" in server.log
+
+
+def test_bytes_tensors_and_async_execute(server):
+    """BYTES in and out keep their shape and bytes (empty strings and non-ASCII included);
+    `async def execute` is awaited."""
+    words = np.array([[b"abc", b""], ["d\u00e9f".encode(), b"x" * 300]], dtype=np.object_)
+    for mod, url in ((httpclient, server.url), (grpcclient, server.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        inp = mod.InferInput("TEXT", [2, 2], "BYTES")
+        inp.set_data_from_numpy(words)
+        got = client.infer("upper", [inp]).as_numpy("UPPER")
+        assert got.shape == (2, 2)
+        assert [bytes(v) for v in got.reshape(-1)] == \
+            [b"ABC", b"", "d\u00e9f".encode().upper(), b"X" * 300]
+
+
+def test_large_tensor_grows_the_shared_memory(server):
+    """A 12 MB input and its 12 MB answer do not fit the stub's first 1 MiB: both sides grow it,
+    and the bytes come back intact; a small request after it still works."""
+    client = httpclient.InferenceServerClient(server.url, network_timeout=120)
+    x = np.random.default_rng(1).random(3 * 1024 * 1024, dtype=np.float32)
+    np.testing.assert_array_equal(http_infer(client, "echo", x).as_numpy("OUTPUT0"), x)
+    np.testing.assert_array_equal(http_infer(client, "echo", fp32([5])).as_numpy("OUTPUT0"),
+                                  fp32([5]))
+
+
+def test_exception_in_execute_fails_that_request_only(server):
+    """An exception in execute: HTTP 500 / gRPC INTERNAL with Triton's text (the instance's name,
+    the exception, the traceback from model.py); the next request succeeds."""
+    hc = httpclient.InferenceServerClient(server.url)
+    with pytest.raises(InferenceServerException) as e:
+        http_infer(hc, "flaky", fp32([-1000, 0, 0, 0]))
+    msg = e.value.message()
+    assert e.value.status() == "500" or "500" in str(e.value.status())
+    assert msg.startswith("Failed to process the request(s) for model 'flaky_0', message: "
+                          "ValueError: negative input -1000\n\nAt:\n"), msg
+    assert "model.py(" in msg and "): execute" in msg
+    np.testing.assert_array_equal(http_infer(hc, "flaky", fp32([1, 2, 3, 4])).as_numpy("OUTPUT0"),
+                                  fp32([2, 4, 6, 8]))
+    gc = grpcclient.InferenceServerClient(server.grpc_url)
+    with pytest.raises(InferenceServerException) as e:
+        grpc_infer(gc, "flaky", fp32([-1000, 0, 0, 0]))
+    assert e.value.status() == "StatusCode.INTERNAL"
+    assert "ValueError: negative input -1000" in e.value.message()
+
+
+@pytest.mark.parametrize("value,text", [
+    (-1, "Number of InferenceResponse objects do not match the number of InferenceRequest "
+         "objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n"),
+    (-2, "Expected a list in the execute return, found type '<class 'NoneType'>'."),
+    (-3, "Expected an 'InferenceResponse' object in the execute function return list, found "
+         "type '<class 'str'>'."),
+    (-4, "Expected a list in the execute return, found type '<class 'tuple'>'."),
+])
+def test_wrong_returns_from_execute(server, value, text):
+    """What execute returns is checked as Triton's stub checks it, in its words."""
+    hc = httpclient.InferenceServerClient(server.url)
+    with pytest.raises(InferenceServerException) as e:
+        http_infer(hc, "flaky", fp32([value, 0, 0, 0]))
+    assert e.value.message() == "Failed to process the request(s) for model 'flaky_0', " \
+                                "message: " + text
+
+
+def test_output_left_out_is_absent(server):
+    """A requested output the model does not return is absent from the reply (no error), as on
+    Triton."""
+    r = infer_json(server.port, "flaky", {"inputs": [
+        {"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [-5, 1, 2, 3]}]})
+    assert r.status == 200, r.body
+    outs = json.loads(r.body)["outputs"]
+    assert [o["name"] for o in outs] == ["OUTPUT0"]
+    assert outs[0]["data"] == [-10, 2, 4, 6]
+
+
+@pytest.mark.parametrize("code,http_status,grpc_status", [
+    (0, 400, "UNKNOWN"), (1, 500, "INTERNAL"), (2, 404, "NOT_FOUND"),
+    (3, 400, "INVALID_ARGUMENT"), (4, 503, "UNAVAILABLE"), (5, 501, "UNIMPLEMENTED"),
+    (6, 400, "ALREADY_EXISTS"), (7, 400, "CANCELLED"),
+])
+def test_response_error_codes(server, code, http_status, grpc_status):
+    """InferenceResponse(error=TritonError(msg, code)): the message verbatim, the code mapped to
+    HTTP and gRPC as Triton maps it."""
+    r = infer_json(server.port, "errcode", {"inputs": [
+        {"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [code, 0, 0, 0]}]})
+    assert r.status == http_status
+    assert json.loads(r.body) == {"error": "error with code %d" % code}
+    with pytest.raises(InferenceServerException) as e:
+        grpc_infer(grpcclient.InferenceServerClient(server.grpc_url), "errcode",
+                   fp32([code, 0, 0, 0]))
+    assert e.value.status() == "StatusCode." + grpc_status
+    assert e.value.message() == "error with code %d" % code
+
+
+def test_stub_killed_while_idle_is_replaced_unseen(server):
+    """A stub killed while idle is started again before the next request runs: the client sees
+    a normal answer from a new process. Other models keep serving."""
+    hc = httpclient.InferenceServerClient(server.url)
+    first = int(http_infer(hc, "flaky", fp32([1, 1, 1, 1])).as_numpy("OUTPUT1")[0])
+    assert stub_pids(server, "flaky_0") == [first]
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: first not in stub_pids(server, "flaky_0") or
+             Path(f"/proc/{first}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", 10,
+             "the stub to die")
+    np.testing.assert_array_equal(http_infer(hc, "echo", fp32([3])).as_numpy("OUTPUT0"),
+                                  fp32([3]))
+    second = int(http_infer(hc, "flaky", fp32([1, 1, 1, 1])).as_numpy("OUTPUT1")[0])
+    assert second != first and stub_pids(server, "flaky_0") == [second]
+
+
+# initialize waits while <model dir>/slow_init exists (after writing <model dir>/initializing);
+# execute of a positive INPUT0[0] writes <model dir>/executing and sleeps that many seconds.
+SLEEPY = HEADER + '''
+class TritonPythonModel:
+    def initialize(self, args):
+        self.dir = args["model_repository"]
+        open(os.path.join(self.dir, "initializing"), "w").close()
+        while os.path.exists(os.path.join(self.dir, "slow_init")):
+            time.sleep(0.05)
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            if x[0] > 0:
+                open(os.path.join(self.dir, "executing"), "w").close()
+                time.sleep(float(x[0]))
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x),
+                                                   pb_utils.Tensor("OUTPUT1", x)]))
+        return out
+'''
+
+
+def sleepy_request(port, seconds):
+    return infer_json(port, "sleepy", {"inputs": [
+        {"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [seconds, 0, 0, 0]}]})
+
+
+def test_stub_killed_during_execute_and_initialize(server_factory, tmp_path):
+    """A stub killed in the middle of execute: that request gets 503 "Stub process 'sleepy_0' is
+    not healthy.", the next one runs on a new stub. A stub killed during initialize: the load
+    fails with the same text, and a later load brings the model back."""
+    repo = tmp_path / "repo"
+    d = write_model(repo, "sleepy", SLEEPY)
+    write_model(repo, "echo", ECHO, ECHO_IO)
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=*"])
+    (pid,) = stub_pids(srv, "sleepy_0")
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("r", sleepy_request(srv.port, 60)))
+    t.start()
+    wait_for(lambda: (d / "executing").exists(), 30, "the request to reach execute")
+    os.kill(pid, signal.SIGKILL)
+    t.join(60)
+    assert not t.is_alive()
+    assert result["r"].status == 503, result["r"].body
+    assert json.loads(result["r"].body) == {"error": "Stub process 'sleepy_0' is not healthy."}
+    assert sleepy_request(srv.port, 0).status == 200
+    assert stub_pids(srv, "sleepy_0") and stub_pids(srv, "sleepy_0")[0] != pid
+    assert get(srv.port, "/v2/models/echo/ready").status == 200
+
+    # killed during initialize
+    assert post(srv.port, "/v2/repository/models/sleepy/unload").status == 200
+    wait_for(lambda: not stub_pids(srv, "sleepy_0"), 30, "the old stub to end")
+    (d / "initializing").unlink()
+    (d / "slow_init").write_text("")
+    res = {}
+    t = threading.Thread(target=lambda: res.setdefault(
+        "r", post(srv.port, "/v2/repository/models/sleepy/load")))
+    t.start()
+    wait_for(lambda: (d / "initializing").exists(), 30, "initialize to start")
+    (pid,) = stub_pids(srv, "sleepy_0")
+    os.kill(pid, signal.SIGKILL)
+    t.join(60)
+    assert res["r"].status == 400, res["r"].body
+    assert "Stub process 'sleepy_0' is not healthy." in json.loads(res["r"].body)["error"]
+    (d / "slow_init").unlink()
+    r = post(srv.port, "/v2/repository/models/sleepy/load")
+    assert r.status == 200, r.body
+    assert sleepy_request(srv.port, 0).status == 200
+
+
+def test_64_concurrent_clients_on_two_instances(server):
+    """64 clients at once on a two-instance model, each checking its own answers: every answer
+    is right, and both instances (two stub processes) served."""
+    errors, pids = [], set()
+    lock = threading.Lock()
+
+    def client(k):
+        try:
+            c = httpclient.InferenceServerClient(server.url)
+            for i in range(15):
+                x = fp32([k, i, k * i, 1])
+                r = http_infer(c, "flaky2", x)
+                if not np.array_equal(r.as_numpy("OUTPUT0"), x * 2):
+                    raise AssertionError(f"client {k} request {i}: {r.as_numpy('OUTPUT0')}")
+                with lock:
+                    pids.add(int(r.as_numpy("OUTPUT1")[0]))
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                errors.append(repr(e))
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors[:3]
+    assert pids == set(stub_pids(server, "flaky2_0_0") + stub_pids(server, "flaky2_0_1"))
+    assert len(pids) == 2
+
+
+# ---------------------------------------------------------------------------- load failures
+
+BROKEN = {
+    "init_raises": (HEADER + "class TritonPythonModel:\n    def initialize(self, args):\n"
+                    "        raise RuntimeError('no weights here')\n"
+                    "    def execute(self, requests):\n        return []\n",
+                    "RuntimeError: no weights here\n\nAt:\n"),
+    "syntax_error": ("def broken(:\n", "SyntaxError: "),
+    "no_class": (HEADER + "X = 1\n", "AttributeError: module '1.model' has no attribute "
+                 "'TritonPythonModel'"),
+    "no_execute": (HEADER + "class TritonPythonModel:\n    pass\n",
+                   "does not implement `execute` method."),
+}
+
+
+def test_load_failures_in_tritons_words(server_factory, tmp_path):
+    """A model whose initialize raises, one with a syntax error, one without TritonPythonModel or
+    execute, one without model.py and one whose environment has no numpy: each fails to load
+    with the reason Triton gives (the traceback's text), nothing hangs, the good model serves."""
+    repo = tmp_path / "repo"
+    for name, (src, _) in BROKEN.items():
+        write_model(repo, name, src)
+    write_model(repo, "no_file", "")
+    (repo / "no_file" / "1" / "model.py").unlink()
+    env = tmp_path / "env"
+    subprocess.run(["/usr/bin/python3", "-m", "venv",
+                    "--without-pip", str(env)], check=True)
+    write_model(repo, "no_numpy", ECHO, ECHO_IO, extra='parameters: { key: "EXECUTION_ENV_PATH" '
+                'value: { string_value: "%s" } }' % env)
+    write_model(repo, "echo", ECHO, ECHO_IO)
+    srv = server_factory([repo], ["--exit-on-error=false"])
+    index = {m["name"]: m for m in json.loads(post(srv.port, "/v2/repository/index").body)}
+    assert index["echo"]["state"] == "READY"
+    for name, (_, text) in BROKEN.items():
+        assert index[name]["state"] == "UNAVAILABLE", index[name]
+        assert index[name]["reason"].startswith("Internal: "), index[name]
+        assert text in index[name]["reason"], index[name]
+    assert "unable to find the Python model file" in index["no_file"]["reason"]
+    assert "ModuleNotFoundError: No module named 'numpy'" in index["no_numpy"]["reason"]
+    assert get(srv.port, "/v2/models/echo/ready").status == 200
