@@ -10,7 +10,9 @@ Goals (the issue's, against Triton 2.51's Python backend on this machine class: 
 348 us, 327 us of server CPU per request at c=1 and 243 us at c=16; measured with Triton's
 image, not rerun here: no Triton on these machines):
   c=1 p50 at most 0.6x Triton's (about 210 us) and at most 3x the ONNX identity model's;
-  server CPU per request at c=16 at most 0.5x Triton's (about 120 us), with 1 and 2 instances.
+  server CPU per request at c=16 at most 0.5x Triton's (about 120 us), with 1 and 2 instances;
+  BLS (a Python model whose execute calls identity_fp32 with InferenceRequest.exec): server CPU
+  per request at most add_sub's plus the ONNX identity's, same run.
 
     .venv/bin/python bench/python_backend.py      # BENCH_ROUNDS=5 BENCH_SECONDS=4
 """
@@ -23,6 +25,29 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 SECS = int(os.environ.get("BENCH_SECONDS", "4"))
 TRITON_P50_US, TRITON_CPU_C1_US, TRITON_CPU_C16_US = 348.0, 327.0, 243.0
 ROWS = []
+
+BLS_CONFIG = """name: "bls_identity"
+backend: "python"
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU } ]
+"""
+BLS_MODEL = """import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            a = pb_utils.InferenceRequest(model_name="identity_fp32", requested_output_names=[
+                "OUTPUT0"], inputs=[pb_utils.Tensor("INPUT0", x.reshape(1, 4))]).exec()
+            if a.has_error():
+                raise pb_utils.TritonModelException(a.error().message())
+            y = a.output_tensors()[0].as_numpy().reshape(4)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", y)]))
+        return out
+"""
 
 
 def repository(tmp):
@@ -37,6 +62,11 @@ def repository(tmp):
     with open(cfg, "w") as f:
         f.write(text.replace("instance_group [ { kind: KIND_CPU } ]",
                              "instance_group [ { kind: KIND_CPU count: 2 } ]"))
+    os.makedirs(os.path.join(repo, "bls_identity", "1"))
+    with open(os.path.join(repo, "bls_identity", "config.pbtxt"), "w") as f:
+        f.write(BLS_CONFIG)
+    with open(os.path.join(repo, "bls_identity", "1", "model.py"), "w") as f:
+        f.write(BLS_MODEL)
     return repo
 
 
@@ -61,8 +91,10 @@ def scripts(tmp):
         {"name": "INPUT1", "shape": [4], "datatype": "FP32", "data": [1.0, 1.0, 1.0, 1.0]}]}
     ident = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32",
                          "data": [0.5, 1.5, 2.5, 3.5]}]}
+    bls = {"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "FP32",
+                       "data": [0.5, 1.5, 2.5, 3.5]}]}
     out = {}
-    for name, body in (("python", add_sub), ("onnx", ident)):
+    for name, body in (("python", add_sub), ("onnx", ident), ("bls", bls)):
         path = os.path.join(tmp, f"{name}.lua")
         write_lua(path, {"Content-Type": "application/json"}, body=json.dumps(body).encode())
         out[name] = path
@@ -75,7 +107,8 @@ def main():
     srv = start_server(repository(tmp), port, "--allow-grpc=false", "--allow-metrics=false")
     lua = scripts(tmp)
     kinds = {"add_sub": ("add_sub", lua["python"]), "add_sub x2": ("add_sub2", lua["python"]),
-             "onnx identity": ("identity_fp32", lua["onnx"])}
+             "onnx identity": ("identity_fp32", lua["onnx"]),
+             "bls -> identity": ("bls_identity", lua["bls"])}
     try:
         for conns in (1, 16):
             per = {k: [] for k in kinds}
@@ -111,6 +144,12 @@ def main():
                     ROWS.append((f"{k} c=16 server+stub CPU per request against Triton's",
                                  f"{med[k][0]:.1f} us ({med[k][1]:.0f} req/s)",
                                  f"Triton {TRITON_CPU_C16_US:.0f} us", c, "<= 0.5", c <= 0.5))
+            bls = med["bls -> identity"]
+            bound = py[0] + onnx[0]
+            ROWS.append((f"BLS to identity_fp32 c={conns}, server+stub CPU per request",
+                         f"{bls[0]:.1f} us ({bls[1]:.0f} req/s, p50 {bls[2]:.0f} us)",
+                         f"add_sub {py[0]:.1f} + identity {onnx[0]:.1f} us", bls[0] / bound,
+                         "<= 1", bls[0] <= bound))
             ROWS.append((f"ONNX identity c={conns} server CPU per request (same run)",
                          f"{onnx[0]:.1f} us ({onnx[1]:.0f} req/s, p50 {onnx[2]:.0f} us)", "-",
                          None, "-", None))

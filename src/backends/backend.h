@@ -46,6 +46,33 @@ typedef struct {
     uint64_t infer_end_ns; /* run finished, outputs about to be scattered */
 } nr_batch_t;
 
+/* ---- what a backend may ask of the server (Triton's TRITONSERVER_* calls from a backend) ---- */
+
+/* A request to another model the server serves (Triton's Business Logic Scripting). */
+typedef struct {
+    const char *model;
+    int64_t version;            /* -1: the highest ready version */
+    const char *id;             /* NULL or "": none */
+    const nr_tensor_t *inputs;  /* name, dtype, dims, data, size: borrowed until done runs */
+    size_t n_inputs;
+    const char *const *outputs; /* requested output names; none = all */
+    size_t n_outputs;
+    uint64_t timeout_us;        /* 0: none */
+} nr_host_req_t;
+
+/* Its answer: status NULL and the outputs (one per requested output, name NULL for one the
+ * model did not return), or the error. Both are valid during the call only. Runs on whichever
+ * thread finished the request: the caller's own, inside infer, when it ran inline. */
+typedef void (*nr_host_done_fn)(void *arg, const nr_status_t *status, const nr_tensor_t *outputs,
+                                size_t n_outputs);
+
+typedef struct {
+    /* Queues r; done runs exactly once unless an error is returned (then never). A request to
+     * the calling instance's own model waits behind the batch that sends it. */
+    nr_status_t *(*infer)(void *ctx, const nr_host_req_t *r, nr_host_done_fn done, void *arg);
+    void *ctx;
+} nr_host_t;
+
 typedef struct {
     const char *name;        /* "simple_0_0" */
     int kind;                /* nr_instance_kind_t, resolved (never AUTO) */
@@ -53,6 +80,7 @@ typedef struct {
     int intra_op_threads;    /* this instance's share of the cores: cores / instances (>= 1) */
     int cpu_count;           /* cores this process may run on (>= 1) */
     const char *host_policy; /* policy name */
+    const nr_host_t *host;   /* the server's services, for as long as the instance lives */
 } nr_instance_info_t;
 
 typedef struct nr_backend_s {

@@ -8,6 +8,7 @@
 #include "../common/alloc.h"
 #include "../common/log.h"
 #include "ensemble.h"
+#include "host.h"
 #include "instance.h"
 #include "scheduler.h"
 #include "warmup.h"
@@ -107,6 +108,7 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
                     .intra_op_threads = intra_share(cfg, cpu_count),
                     .cpu_count = cpu_count,
                     .host_policy = policy_name,
+                    .host = &m->host,
                 };
                 /* the session's threads start now and inherit the loading thread's
                  * affinity and memory policy: give them the instance's for the while */
@@ -170,6 +172,7 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;
+    nr_host_bind(m);
     st = create_instances(m, cpu_count > 0 ? cpu_count : 1);
     if (st == NULL) {
         m->sched = nr_sched_create(m->cfg);

@@ -61,6 +61,7 @@ struct nr_model_s {
     nr_ensemble_t *ensemble;
     nr_model_lookup_fn lookup; /* set by the repository before nr_model_load */
     void *lookup_arg;
+    nr_host_t host; /* what its backend's instances may ask of the server (host.c) */
     nr_stats_t stats;
     /* precomputed at load (nr_model_index): the config outputs' indices in
      * name order, and name -> config index for inputs and outputs, so that a

@@ -539,3 +539,117 @@ def test_load_failures_in_tritons_words(server_factory, tmp_path):
     assert "unable to find the Python model file" in index["no_file"]["reason"]
     assert "ModuleNotFoundError: No module named 'numpy'" in index["no_numpy"]["reason"]
     assert get(srv.port, "/v2/models/echo/ready").status == 200
+
+
+# ---------------------------------------------------------------------------- BLS
+
+def bls_inputs(mod, model_name, a, b):
+    ins = [mod.InferInput("MODEL_NAME", [1], "BYTES"), mod.InferInput("INPUT0", [4], "FP32"),
+           mod.InferInput("INPUT1", [4], "FP32")]
+    ins[0].set_data_from_numpy(np.array([model_name.encode()], dtype=np.object_))
+    ins[1].set_data_from_numpy(a)
+    ins[2].set_data_from_numpy(b)
+    return ins
+
+
+def test_bls_examples_over_http_and_grpc(examples_server):
+    """bls_sync forwards to add_sub and returns its answer; bls_async has two requests to add_sub
+    in flight at once; a call to a model that does not exist comes back as the response's error,
+    which bls_sync raises: the client sees Triton's unknown-model text behind the stub's."""
+    a, b = fp32([1, 2, 3, 4]), fp32([0.5, 0.5, 0.5, 0.5])
+    for mod, url in ((httpclient, examples_server.url), (grpcclient, examples_server.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        r = client.infer("bls_sync", bls_inputs(mod, "add_sub", a, b))
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+        ins = [mod.InferInput("INPUT0", [4], "FP32"), mod.InferInput("INPUT1", [4], "FP32")]
+        ins[0].set_data_from_numpy(a)
+        ins[1].set_data_from_numpy(b)
+        r = client.infer("bls_async", ins)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+        np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), b - a)
+        with pytest.raises(InferenceServerException) as e:
+            client.infer("bls_sync", bls_inputs(mod, "nope", a, b))
+        assert e.value.message().startswith(
+            "Failed to process the request(s) for model 'bls_sync_0_0', message: "
+            "TritonModelException: Request for unknown model: 'nope' is not found"), \
+            e.value.message()
+
+
+# Calls the model named by MODEL with INPUT0 (as [1, n] to the batching ones) and returns what it
+# answered as OUTPUT0, or its error verbatim as the response's error; with BLS_OUTPUT set, asks
+# for that output only.
+BLS_ANY = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            model = pb_utils.get_input_tensor_by_name(r, "MODEL").as_numpy()[0].decode()
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            name, want = model.split(":") if ":" in model else (model, "OUTPUT0")
+            call = pb_utils.InferenceRequest(
+                model_name=name, requested_output_names=[want], request_id="bls-" + r.request_id(),
+                inputs=[pb_utils.Tensor("INPUT0" if name != "ensemble_chain" else "IN",
+                                        x if name == "echo" else x.reshape(1, -1))])
+            answer = call.exec()
+            if answer.has_error():
+                out.append(pb_utils.InferenceResponse(error=answer.error()))
+                continue
+            got = answer.output_tensors()
+            out.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUTPUT0", got[0].as_numpy().reshape(-1))]))
+        return out
+'''
+BLS_ANY_IO = """
+input [ { name: "MODEL" data_type: TYPE_STRING dims: [ 1 ] },
+        { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+
+CALLS_IN_INITIALIZE = HEADER + '''
+class TritonPythonModel:
+    def initialize(self, args):
+        pb_utils.InferenceRequest(model_name="echo", requested_output_names=["OUTPUT0"],
+                                  inputs=[]).exec()
+
+    def execute(self, requests):
+        return []
+'''
+
+
+def test_bls_to_onnx_ensemble_and_python_models(server_factory, tmp_path):
+    """A Python model's requests reach an ONNX model, an ensemble and another Python model
+    through their own schedulers (each callee counts them in its statistics); the callee's
+    error (an unknown output) comes back with its code; a call from initialize is refused in
+    Triton's words."""
+    import models
+    repo = tmp_path / "repo"
+    models.write_model(repo, "identity_fp32")
+    models.write_model(repo, "dyn_batch")
+    models.write_ensemble(repo, "ensemble_chain", models.ensemble_chain_config())
+    write_model(repo, "echo", ECHO, ECHO_IO)
+    write_model(repo, "bls_any", BLS_ANY, BLS_ANY_IO)
+    write_model(repo, "calls_in_init", CALLS_IN_INITIALIZE)
+    srv = server_factory([repo], ["--exit-on-error=false"])
+    x = fp32([1.5, -2, 3.25, 8])
+    for mod, url in ((httpclient, srv.url), (grpcclient, srv.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        for callee in ("identity_fp32", "ensemble_chain:OUT", "echo"):
+            ins = [mod.InferInput("MODEL", [1], "BYTES"), mod.InferInput("INPUT0", [4], "FP32")]
+            ins[0].set_data_from_numpy(np.array([callee.encode()], dtype=np.object_))
+            ins[1].set_data_from_numpy(x)
+            np.testing.assert_array_equal(client.infer("bls_any", ins).as_numpy("OUTPUT0"), x)
+        ins = [mod.InferInput("MODEL", [1], "BYTES"), mod.InferInput("INPUT0", [4], "FP32")]
+        ins[0].set_data_from_numpy(np.array([b"identity_fp32:NOPE"], dtype=np.object_))
+        ins[1].set_data_from_numpy(x)
+        with pytest.raises(InferenceServerException) as e:
+            client.infer("bls_any", ins)
+        assert "unexpected inference output 'NOPE' for model 'identity_fp32'" in \
+            e.value.message()
+        assert e.value.status() in ("400", "StatusCode.INVALID_ARGUMENT")
+    stats = httpclient.InferenceServerClient(srv.url).get_inference_statistics("echo")
+    assert int(stats["model_stats"][0]["inference_stats"]["success"]["count"]) == 2
+    index = {m["name"]: m for m in json.loads(post(srv.port, "/v2/repository/index").body)}
+    assert index["calls_in_init"]["state"] == "UNAVAILABLE"
+    assert "BLS is only supported during the 'execute' function." in \
+        index["calls_in_init"]["reason"]

@@ -20,6 +20,7 @@
 #include "../../common/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,12 @@ typedef struct {
     char *name;
     nr_py_stub_t stub;
     bool up; /* the stub runs an initialized model */
+    /* requests the model makes to other models during a batch (BLS): their answers come on
+     * other threads, which write them into the reply file and send them under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t idle;  /* signalled when outstanding drops to 0 */
+    size_t outstanding;   /* requests sent on and not answered yet */
+    size_t reply_used;    /* bytes of the reply file taken in this batch */
 } py_inst_t;
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -143,7 +150,7 @@ static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_pa
         st = put_text(&s, b.data, b.len);
     }
     if (st == NULL)
-        st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, b.len);
+        st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, 0, b.len);
     nr_py_hdr_t h;
     if (st == NULL)
         st = nr_py_stub_wait(&s, &h, NR_PY_INIT_TIMEOUT_MS, "auto_complete_config");
@@ -253,7 +260,7 @@ static nr_status_t *inst_start(py_inst_t *in)
     nr_buf_puts(&b, "}");
     st = put_text(&in->stub, b.data, b.len);
     if (st == NULL)
-        st = nr_py_stub_send(&in->stub, NR_PY_INIT, 0, b.len);
+        st = nr_py_stub_send(&in->stub, NR_PY_INIT, 0, 0, b.len);
     nr_buf_free(&b);
     nr_py_hdr_t h;
     if (st == NULL)
@@ -274,12 +281,16 @@ static nr_status_t *py_instance_create(void *model_state, const nr_instance_info
     py_inst_t *in = nr_calloc(1, sizeof(*in));
     in->m = model_state;
     in->info = *info;
+    pthread_mutex_init(&in->mu, NULL);
+    pthread_cond_init(&in->idle, NULL);
     in->name = nr_strdup(info->name);
     in->stub.name = in->name;
     NR_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", in->name,
                 kind_name(info->kind), info->device_id);
     nr_status_t *st = inst_start(in);
     if (st != NULL) {
+        pthread_mutex_destroy(&in->mu);
+        pthread_cond_destroy(&in->idle);
         free(in->name);
         free(in);
         return st;
@@ -294,6 +305,8 @@ static void py_instance_destroy(void *state)
     if (in == NULL)
         return;
     nr_py_stub_stop(&in->stub, in->up ? NR_PY_STOP_TIMEOUT_MS : 0);
+    pthread_mutex_destroy(&in->mu);
+    pthread_cond_destroy(&in->idle);
     free(in->name);
     free(in);
 }
@@ -507,6 +520,183 @@ static nr_status_t *decode(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h)
     return NULL;
 }
 
+/* ---- requests from the model to other models (BLS) --------------------------------------- */
+
+/* One request in flight: what the host borrows (names, dims, bytes) lives in `mem`. */
+typedef struct {
+    py_inst_t *in;
+    uint32_t tag;
+    nr_host_req_t r;
+    char mem[];
+} bls_call_t;
+
+/* Writes one response into the reply file and sends it to the stub. in->mu held. */
+static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
+                      const nr_tensor_t *outs, size_t n)
+{
+    const char *err = status ? status->msg : "";
+    size_t err_len = strlen(err), head = sizeof(nr_py_resp_t) + pad8(err_len), data = 0;
+    uint32_t n_out = 0;
+    for (size_t i = 0; i < n; i++)
+        if (outs[i].name != NULL) {
+            n_out++;
+            head += sizeof(nr_py_tensor_t) + pad8(strlen(outs[i].name)) + 8 * outs[i].ndim;
+            data += align(outs[i].size);
+        }
+    size_t base = align(in->reply_used), d = align(base + head), end = d + data;
+    nr_py_stub_t *s = &in->stub;
+    if (nr_py_stub_reserve_reply(s, end) != NULL) { /* no room: say so instead */
+        static const char msg[] = "the answer does not fit in the Python stub's shared memory";
+        nr_status_t tmp = {.code = NR_UNAVAILABLE, .msg = (char *)msg};
+        if (status == NULL)
+            bls_reply(in, tag, &tmp, NULL, 0);
+        return;
+    }
+    nr_py_resp_t rh = {.code = status ? (int32_t)status->code : -1, .n_outputs = n_out,
+                       .err_len = (uint32_t)err_len};
+    char *p = s->reply + base;
+    memcpy(p, &rh, sizeof(rh));
+    p += sizeof(rh);
+    memcpy(p, err, err_len);
+    p += pad8(err_len);
+    for (size_t i = 0; i < n; i++) {
+        const nr_tensor_t *t = &outs[i];
+        if (t->name == NULL)
+            continue;
+        size_t nl = strlen(t->name);
+        nr_py_tensor_t th = {.index = (uint32_t)nl, .type = nr_py_type_code(t->dtype),
+                             .ndim = (uint32_t)t->ndim, .off = d, .nbytes = t->size};
+        memcpy(p, &th, sizeof(th));
+        p += sizeof(th);
+        memcpy(p, t->name, nl);
+        p += pad8(nl);
+        memcpy(p, t->dims, 8 * t->ndim);
+        p += 8 * t->ndim;
+        if (t->size > 0)
+            memcpy(s->reply + d, t->data, t->size);
+        d = align(d + t->size);
+    }
+    in->reply_used = end;
+    nr_status_t *st = nr_py_stub_send(s, NR_PY_BLS_REPLY, tag, base, end - base);
+    nr_status_free(st); /* a stub gone meanwhile: the batch's wait says so */
+}
+
+static void bls_done(void *arg, const nr_status_t *status, const nr_tensor_t *outs, size_t n)
+{
+    bls_call_t *c = arg;
+    py_inst_t *in = c->in;
+    pthread_mutex_lock(&in->mu);
+    bls_reply(in, c->tag, status, outs, n);
+    if (--in->outstanding == 0)
+        pthread_cond_broadcast(&in->idle);
+    pthread_mutex_unlock(&in->mu);
+    free(c);
+}
+
+/* Reads the request at [h->off, h->off + h->len) of the shared memory, copies what it borrows
+ * (the file may move before it is answered) and hands it to the server. */
+static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
+{
+    const char *base = in->stub.shm;
+    uint64_t start = h->off, end = h->off + h->len, p = start;
+    nr_py_bls_t bh;
+    nr_status_t *st = NULL;
+    bls_call_t *c = NULL;
+    if (!inside(p, sizeof(bh), start, end))
+        goto bad;
+    memcpy(&bh, base + p, sizeof(bh));
+    p += sizeof(bh);
+    uint64_t strings = (uint64_t)bh.name_len + bh.id_len + bh.want_len;
+    if (!inside(p, strings, start, end) || bh.n_inputs > (end - p) / sizeof(nr_py_tensor_t) ||
+        bh.n_want > bh.want_len)
+        goto bad;
+    /* the copy: inputs[], outputs[], then the strings (NUL-terminated) and the tensor bytes */
+    uint64_t bytes = 0;
+    uint64_t q = pad8(p + strings);
+    for (uint32_t i = 0; i < bh.n_inputs; i++) {
+        if (!inside(q, sizeof(nr_py_tensor_t), start, end))
+            goto bad;
+        const nr_py_tensor_t *t = (const nr_py_tensor_t *)(base + q);
+        q += sizeof(*t);
+        if (t->ndim > NR_MAX_DIMS || !inside(q, pad8(t->index) + 8ull * t->ndim, start, end) ||
+            !inside(t->off, t->nbytes, start, end))
+            goto bad;
+        q += pad8(t->index) + 8ull * t->ndim;
+        bytes += t->index + 1 + t->nbytes;
+    }
+    size_t ins = bh.n_inputs * sizeof(nr_tensor_t), outs = bh.n_want * sizeof(char *);
+    c = nr_malloc(sizeof(*c) + ins + outs + strings + 3 + bytes);
+    c->in = in;
+    c->tag = h->arg;
+    nr_tensor_t *inputs = (nr_tensor_t *)c->mem;
+    const char **want = (const char **)(c->mem + ins);
+    char *m = c->mem + ins + outs;
+    const char *src = base + p;
+    c->r = (nr_host_req_t){.model = m, .version = bh.version, .inputs = inputs,
+                           .n_inputs = bh.n_inputs, .outputs = want, .n_outputs = bh.n_want,
+                           .timeout_us = bh.timeout_us};
+    memcpy(m, src, bh.name_len);
+    m[bh.name_len] = '\0';
+    m += bh.name_len + 1;
+    src += bh.name_len;
+    c->r.id = m;
+    memcpy(m, src, bh.id_len);
+    m[bh.id_len] = '\0';
+    m += bh.id_len + 1;
+    src += bh.id_len;
+    memcpy(m, src, bh.want_len); /* NUL-separated names */
+    m[bh.want_len] = '\0';
+    const char *wend = m + bh.want_len + 1;
+    for (uint32_t k = 0; k < bh.n_want; k++) {
+        if (m >= wend) /* fewer names than it says */
+            goto bad;
+        want[k] = m;
+        m += strlen(m) + 1;
+    }
+    m = c->mem + ins + outs + strings + 3;
+    q = pad8(p + strings);
+    for (uint32_t i = 0; i < bh.n_inputs; i++) {
+        const nr_py_tensor_t *t = (const nr_py_tensor_t *)(base + q);
+        q += sizeof(*t);
+        nr_tensor_t *x = &inputs[i];
+        memset(x, 0, sizeof(*x));
+        memcpy(m, base + q, t->index);
+        m[t->index] = '\0';
+        x->name = m;
+        m += t->index + 1;
+        q += pad8(t->index);
+        x->ndim = t->ndim;
+        memcpy(x->dims, base + q, 8 * t->ndim);
+        q += 8ull * t->ndim;
+        x->dtype = nr_py_type_from_code(t->type);
+        memcpy(m, base + t->off, t->nbytes);
+        x->data = m;
+        x->size = t->nbytes;
+        m += t->nbytes;
+    }
+    pthread_mutex_lock(&in->mu);
+    in->outstanding++;
+    pthread_mutex_unlock(&in->mu);
+    st = in->info.host->infer(in->info.host->ctx, &c->r, bls_done, c);
+    if (st != NULL) { /* refused before it was queued: answered here */
+        pthread_mutex_lock(&in->mu);
+        bls_reply(in, h->arg, st, NULL, 0);
+        if (--in->outstanding == 0)
+            pthread_cond_broadcast(&in->idle);
+        pthread_mutex_unlock(&in->mu);
+        nr_status_free(st);
+        free(c);
+    }
+    return;
+bad:
+    free(c);
+    st = bad_answer(in, "request to another model");
+    pthread_mutex_lock(&in->mu);
+    bls_reply(in, h->arg, st, NULL, 0);
+    pthread_mutex_unlock(&in->mu);
+    nr_status_free(st);
+}
+
 static nr_status_t *py_execute(void *state, nr_batch_t *b)
 {
     py_inst_t *in = state;
@@ -529,11 +719,18 @@ static nr_status_t *py_execute(void *state, nr_batch_t *b)
     st = encode(in, b, &len);
     b->input_end_ns = nr_now_ns();
     nr_py_hdr_t h;
+    in->reply_used = 0; /* no request of the last batch is still answered (see below) */
     if (st == NULL)
-        st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, len);
-    if (st == NULL)
-        st = nr_py_stub_wait(&in->stub, &h, -1, "execute");
+        st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, 0, len);
+    while (st == NULL && (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL &&
+           h.kind == NR_PY_BLS)
+        bls_start(in, &h);
     b->infer_end_ns = nr_now_ns();
+    /* the answers still to come write into the stub's memory: wait for them */
+    pthread_mutex_lock(&in->mu);
+    while (in->outstanding > 0)
+        pthread_cond_wait(&in->idle, &in->mu);
+    pthread_mutex_unlock(&in->mu);
     if (st != NULL) {
         in->up = false;
         nr_py_stub_stop(&in->stub, 0);

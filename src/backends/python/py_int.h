@@ -28,11 +28,13 @@ enum {
     NR_PY_EXECUTE = 2,      /* body: a batch (below, shared memory) */
     NR_PY_FINALIZE = 3,     /* no body; the stub answers OK and exits */
     NR_PY_AUTOCOMPLETE = 4, /* body: {"config": {...}, "model_path": "..."} */
+    NR_PY_BLS_REPLY = 5,    /* arg: the request's tag; body: its response (in the reply file) */
     NR_PY_OK = 10,
     NR_PY_ERROR = 11,       /* inline body: the error text; arg: a TritonError code */
     NR_PY_RESPONSES = 12,   /* body: the batch's responses (below, shared memory) */
     NR_PY_LOG = 13,         /* inline body: nr_py_log_t, file name, NUL, message */
     NR_PY_CONFIG = 14,      /* body: the completed config (JSON, shared memory) */
+    NR_PY_BLS = 15,         /* arg: a tag; body: a request to another model (below) */
 };
 
 typedef struct { uint32_t kind, arg; uint64_t off, len; } nr_py_hdr_t;          /* <IIQQ */
@@ -52,6 +54,15 @@ typedef struct {
 typedef struct { uint32_t index, type, ndim, pad; uint64_t off, nbytes; } nr_py_tensor_t; /* <IIIIQQ */
 typedef struct { int32_t code; uint32_t n_outputs, err_len, params_len; } nr_py_resp_t;  /* <iIII */
 typedef struct { uint32_t level, line; } nr_py_log_t;                            /* <II */
+/* A request to another model (InferenceRequest.exec): nr_py_bls_t, the model name, the id and
+ * the requested output names (each NUL-terminated, want_len bytes in all) padded to 8, then per
+ * input nr_py_tensor_t (index = name length), the name padded to 8 and dims; tensor bytes as
+ * in a batch. Its answer, in the reply file: one response as in a batch's answer. */
+typedef struct {
+    uint32_t name_len, n_inputs, n_want, id_len, want_len, pad;
+    int64_t version;
+    uint64_t timeout_us;
+} nr_py_bls_t;                                                                   /* <IIIIIIqQ */
 
 #define NR_PY_ALIGN 64
 #define NR_PY_SHM_DEFAULT (1u << 20) /* Triton's shm-default-byte-size */
@@ -69,6 +80,9 @@ typedef struct {
     int shm_fd;
     char *shm;       /* mapped [0, shm_size) */
     size_t shm_size;
+    int reply_fd;    /* the reply file: answers to the stub's requests, written by the server */
+    char *reply;     /* mapped [0, reply_size) */
+    size_t reply_size;
     char *msg;       /* NR_PY_MSG_MAX bytes: the last message received */
 } nr_py_stub_t;
 
@@ -79,14 +93,18 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
 /* Asks it to finish (FINALIZE, waiting up to timeout_ms), then ends it (SIGKILL if needed) and
  * frees everything but `name`. Safe on a stub that never started. */
 void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms);
-/* Makes the shared memory at least `size` bytes (grows the file, maps it anew). */
+/* Makes the shared memory (the reply file) at least `size` bytes (grows the file, maps it
+ * anew). */
 nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size);
-/* Sends a header whose body is [off, off + len) of the shared memory. */
-nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint64_t off, uint64_t len);
+nr_status_t *nr_py_stub_reserve_reply(nr_py_stub_t *s, size_t size);
+/* Sends a header whose body is [off, off + len) of the shared memory (the reply file for
+ * NR_PY_BLS_REPLY). Safe from any thread while another waits. */
+nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
+                             uint64_t len);
 /* Waits for the stub's next answer (log lines are written to the log meanwhile): *hdr is it;
  * an inline body is at s->msg + sizeof(nr_py_hdr_t), a shared-memory one is mapped (checked
  * against the file). timeout_ms < 0 waits forever. UNAVAILABLE when the process has gone,
- * with `what` in the text. */
+ * with `what` in the text (the process is reaped; the socket stays open until stop). */
 nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, const char *what);
 /* The stub has closed its end (it died); cheap enough to ask before every batch. */
 bool nr_py_stub_hung_up(const nr_py_stub_t *s);

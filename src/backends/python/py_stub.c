@@ -112,9 +112,9 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         return nr_status_new(NR_INTERNAL, "unable to create the Python stub's sources: %s",
                              strerror(errno));
     s->pid = 0;
-    s->sock = s->shm_fd = -1;
-    s->shm = NULL;
-    s->shm_size = 0;
+    s->sock = s->shm_fd = s->reply_fd = -1;
+    s->shm = s->reply = NULL;
+    s->shm_size = s->reply_size = 0;
     if (s->msg == NULL)
         s->msg = nr_malloc(NR_PY_MSG_MAX);
     int pair[2];
@@ -122,8 +122,9 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         return nr_status_new(NR_INTERNAL, "socketpair: %s", strerror(errno));
     s->sock = pair[0];
     s->shm_fd = memfd_create(name, MFD_CLOEXEC);
+    s->reply_fd = memfd_create(name, MFD_CLOEXEC);
     nr_status_t *st = NULL;
-    if (s->shm_fd < 0)
+    if (s->shm_fd < 0 || s->reply_fd < 0)
         st = nr_status_new(NR_INTERNAL, "memfd_create: %s", strerror(errno));
     if (st == NULL)
         st = nr_py_stub_reserve(s, NR_PY_SHM_DEFAULT);
@@ -132,16 +133,17 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         nr_py_stub_stop(s, 0);
         return st;
     }
-    /* The child gets its four descriptors as 3..6: first out of that range here (CLOEXEC, so
+    /* The child gets its five descriptors as 3..7: first out of that range here (CLOEXEC, so
      * nothing else leaks), then dup2'd into place by the spawn. */
-    int from[4] = {g_src_fd, g_utils_fd, pair[1], s->shm_fd}, high[4];
-    for (int i = 0; i < 4; i++)
+    enum { N_FDS = 5 };
+    int from[N_FDS] = {g_src_fd, g_utils_fd, pair[1], s->shm_fd, s->reply_fd}, high[N_FDS];
+    for (int i = 0; i < N_FDS; i++)
         high[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 16);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&at);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_FDS; i++)
         posix_spawn_file_actions_adddup2(&fa, high[i], 3 + i);
     /* Its own process group (a terminal's Ctrl-C is the server's to handle), no blocked signals. */
     sigset_t none;
@@ -155,7 +157,7 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
                                  : posix_spawnp(&pid, python, &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_FDS; i++)
         if (high[i] >= 0)
             close(high[i]);
     close(pair[1]);
@@ -191,7 +193,7 @@ static void reap(nr_py_stub_t *s, int timeout_ms, int *status)
 void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms)
 {
     if (s->pid > 0 && s->sock >= 0 && timeout_ms > 0 &&
-        nr_py_stub_send(s, NR_PY_FINALIZE, 0, 0) == NULL) {
+        nr_py_stub_send(s, NR_PY_FINALIZE, 0, 0, 0) == NULL) {
         nr_py_hdr_t h;
         nr_status_t *st = nr_py_stub_wait(s, &h, timeout_ms, "finalize");
         if (st != NULL) {
@@ -204,39 +206,43 @@ void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms)
         reap(s, timeout_ms > 0 ? timeout_ms : 1000, NULL);
     if (s->shm != NULL)
         munmap(s->shm, s->shm_size);
-    s->shm = NULL;
-    s->shm_size = 0;
+    if (s->reply != NULL)
+        munmap(s->reply, s->reply_size);
+    s->shm = s->reply = NULL;
+    s->shm_size = s->reply_size = 0;
     close_fd(&s->shm_fd);
+    close_fd(&s->reply_fd);
     free(s->msg);
     s->msg = NULL;
 }
 
 /* ---- shared memory -------------------------------------------------------------------------- */
 
-/* Maps [0, size) of the file (which holds at least that much). */
-static nr_status_t *map(nr_py_stub_t *s, size_t size)
+/* Maps [0, size) of file fd (which holds at least that much) at *addr, *cur bytes so far. */
+static nr_status_t *map(nr_py_stub_t *s, int fd, char **addr, size_t *cur, size_t size)
 {
-    void *p = s->shm == NULL ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->shm_fd, 0)
-                             : mremap(s->shm, s->shm_size, size, MREMAP_MAYMOVE);
+    void *p = *addr == NULL ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                            : mremap(*addr, *cur, size, MREMAP_MAYMOVE);
     if (p == MAP_FAILED)
         return nr_status_new(NR_INTERNAL, "unable to map %zu bytes of shared memory for '%s': %s",
                              size, s->name, strerror(errno));
-    s->shm = p;
-    s->shm_size = size;
+    *addr = p;
+    *cur = size;
     return NULL;
 }
 
-nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size)
+/* Grows file fd to at least `size` (in 1 MiB steps, Triton's shm-growth-byte-size) and maps
+ * all of it. */
+static nr_status_t *reserve(nr_py_stub_t *s, int fd, char **addr, size_t *cur, size_t size)
 {
-    if (size <= s->shm_size)
+    if (size <= *cur)
         return NULL;
     struct stat sb;
-    if (fstat(s->shm_fd, &sb) != 0)
+    if (fstat(fd, &sb) != 0)
         return nr_status_new(NR_INTERNAL, "fstat: %s", strerror(errno));
     if ((size_t)sb.st_size < size) {
-        /* grow in 1 MiB steps (Triton's shm-growth-byte-size) */
         size_t grown = (size + NR_PY_SHM_DEFAULT - 1) / NR_PY_SHM_DEFAULT * NR_PY_SHM_DEFAULT;
-        if (ftruncate(s->shm_fd, (off_t)grown) != 0)
+        if (ftruncate(fd, (off_t)grown) != 0)
             return nr_status_new(NR_UNAVAILABLE,
                                  "unable to grow the shared memory of '%s' to %zu bytes: %s",
                                  s->name, grown, strerror(errno));
@@ -244,16 +250,27 @@ nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size)
     } else {
         size = (size_t)sb.st_size;
     }
-    return map(s, size);
+    return map(s, fd, addr, cur, size);
+}
+
+nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size)
+{
+    return reserve(s, s->shm_fd, &s->shm, &s->shm_size, size);
+}
+
+nr_status_t *nr_py_stub_reserve_reply(nr_py_stub_t *s, size_t size)
+{
+    return reserve(s, s->reply_fd, &s->reply, &s->reply_size, size);
 }
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
 static nr_status_t *gone(nr_py_stub_t *s, const char *what);
 
-nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint64_t off, uint64_t len)
+nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
+                             uint64_t len)
 {
-    nr_py_hdr_t h = {.kind = kind, .off = off, .len = len};
+    nr_py_hdr_t h = {.kind = kind, .arg = arg, .off = off, .len = len};
     ssize_t w;
     do
         w = send(s->sock, &h, sizeof(h), MSG_NOSIGNAL);
@@ -284,13 +301,14 @@ static void stub_log(const char *body, size_t len)
     }
 }
 
-/* The stub's socket closed: reap it and say how it ended. */
+/* The stub's socket closed: reap it and say how it ended. The socket stays open (another thread
+ * may be sending an answer on it) until nr_py_stub_stop. */
 static nr_status_t *gone(nr_py_stub_t *s, const char *what)
 {
     int ws = 0;
-    close_fd(&s->sock);
-    if (s->pid > 0)
-        reap(s, 1000, &ws);
+    if (s->pid <= 0) /* reaped before */
+        return nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.", s->name);
+    reap(s, 1000, &ws);
     char how[64] = "";
     if (WIFSIGNALED(ws))
         snprintf(how, sizeof(how), " (killed by signal %d)", WTERMSIG(ws));
@@ -305,7 +323,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        if (s->sock < 0)
+        if (s->sock < 0 || s->pid <= 0)
             return nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.", s->name);
         int left = -1;
         if (timeout_ms >= 0) {
@@ -340,7 +358,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             hdr->len = inline_len;
             return NULL;
         }
-        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG) {
+        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS) {
             if (hdr->off > SIZE_MAX - hdr->len)
                 return nr_status_new(NR_INTERNAL, "the Python stub of '%s' sent a bad message",
                                      s->name);
@@ -350,7 +368,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
                 if (fstat(s->shm_fd, &sb) != 0 || (uint64_t)sb.st_size < hdr->off + hdr->len)
                     return nr_status_new(NR_INTERNAL, "the Python stub of '%s' answered beyond "
                                          "its shared memory", s->name);
-                st = map(s, (size_t)sb.st_size);
+                st = map(s, s->shm_fd, &s->shm, &s->shm_size, (size_t)sb.st_size);
             }
             return st;
         }
@@ -361,7 +379,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
 bool nr_py_stub_hung_up(const nr_py_stub_t *s)
 {
     struct pollfd pf = {.fd = s->sock, .events = 0};
-    return s->sock < 0 || (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)));
+    return s->sock < 0 || s->pid <= 0 || (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)));
 }
 
 const char *nr_py_stub_text(nr_py_stub_t *s, const nr_py_hdr_t *hdr)

@@ -1,8 +1,9 @@
 """nereid_stub: the process one Python model instance runs in (nereid's Python backend).
 
-The server starts it as `python3 -u -c <loader> <mode> <instance name>` with four descriptors:
+The server starts it as `python3 -u -c <loader> <mode> <instance name>` with five descriptors:
   3  this file's source (a sealed memfd)          4  triton_python_backend_utils's source
   5  the control socket (AF_UNIX, SOCK_SEQPACKET)  6  the shared-memory file (memfd)
+  7  the reply file: the server's answers to this process's requests to other models
 Every control message starts with a 24-byte header, `<IIQQ`: kind, arg, offset, length. The
 bodies of requests and responses (tensor bytes included) are in the shared memory at
 [offset, offset + length); only log lines and error texts travel inline, after the header.
@@ -28,11 +29,11 @@ import threading
 import traceback
 import types
 
-SRC_FD, UTILS_FD, CTRL_FD, SHM_FD = 3, 4, 5, 6
+SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
 
 # message kinds (py_wire.h)
-MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE = 1, 2, 3, 4
-MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG = 10, 11, 12, 13, 14
+MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
+MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG, MSG_BLS = 10, 11, 12, 13, 14, 15
 
 HDR = struct.Struct("<IIQQ")
 BATCH = struct.Struct("<II")            # n_requests, 0
@@ -41,6 +42,8 @@ REQ = struct.Struct("<IIIIIIQQ")        # n_inputs, n_want, id_len, params_len, 
 TENSOR = struct.Struct("<IIIIQQ")       # index or name_len, type code, ndim, 0, offset, nbytes
 RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_len, params_len
 LOGHDR = struct.Struct("<II")           # level, line
+BLS = struct.Struct("<IIIIIIqQ")        # name_len, n_inputs, n_want, id_len, want_len, 0,
+                                        # version, timeout_us
 ALIGN = 64
 GROWTH = 1 << 20
 
@@ -62,7 +65,7 @@ def load_source(fd, name):
 def error_text(exc):
     """An exception as Triton's stub reports it: "ValueError: bad\n\nAt:\n  <file>(<line>):
     <function>\n" with the innermost frame first (this file's own frames left out)."""
-    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    head = "%s: %s" % (type(exc).__name__, exc)
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if f.filename != "nereid_stub.py"]
     if not frames:
@@ -87,6 +90,16 @@ class Stub:
         self.config = None
         self.loop = None
         self.pb = None
+        # requests to other models (BLS), from execute's thread or async_exec's executor threads
+        self.executing = False
+        self.cursor = 0                       # where the next thing this process writes goes
+        self.alloc_lock = threading.Lock()    # cursor and the shared file's growth
+        self.tag = 0
+        self.cv = threading.Condition()       # replies, reading
+        self.replies = {}                     # tag -> (offset, length) in the reply file
+        self.reading = False                  # one waiting thread reads the socket at a time
+        self.rmm = None
+        self.rmm_size = 0
 
     # ---- control messages ----------------------------------------------------------------
     def send(self, kind, arg=0, off=0, length=0, body=b""):
@@ -111,12 +124,126 @@ class Stub:
             message.encode("utf-8", "replace")[:60000]
         self.send(MSG_LOG, 0, body=body)
 
+    # ---- requests to other models (BLS) -------------------------------------------------
     def bls_exec(self, request, decoupled):
-        """InferenceRequest.exec: requests to other models are not carried to the server yet; the
-        answer says so plainly, as a response error the model can check (has_error)."""
-        return self.pb.InferenceResponse(error=self.pb.TritonError(
-            "nereid does not carry requests from Python models to other models yet (BLS, "
-            "model '%s')" % request.model_name(), self.pb.TritonError.UNSUPPORTED))
+        """InferenceRequest.exec(): the request goes to the server, which runs it on the named
+        model (its own scheduler and batching); the answer is an InferenceResponse, an error in
+        it where the server refused or the model failed."""
+        pb = self.pb
+        if not self.executing:
+            raise pb.TritonModelException("BLS is only supported during the 'execute' function.")
+        if decoupled:
+            return pb.InferenceResponse(error=pb.TritonError(
+                "nereid does not run decoupled requests from Python models yet",
+                pb.TritonError.UNSUPPORTED))
+        name = str(request.model_name()).encode()
+        rid = str(request.request_id()).encode()
+        want = b"\0".join(str(n).encode() for n in request.requested_output_names())
+        ins, room = [], 0
+        for t in request.inputs():
+            arr = t.as_numpy()
+            code = pb.numpy_to_triton_type(arr.dtype)
+            if code == 13 or arr.dtype.kind in "SO":
+                data, code = pb._serialize(arr), 13
+                nbytes = len(data)
+            elif code is None:
+                raise pb.TritonModelException("NumPy dtype is not supported.")
+            else:
+                data, nbytes = arr, arr.nbytes
+            tname = t.name().encode()
+            ins.append((tname, code, arr.shape, data, nbytes))
+            room += TENSOR.size + pad8(len(tname)) + 8 * arr.ndim + ALIGN + nbytes
+        strings = len(name) + len(rid) + len(want)
+        head = BLS.size + pad8(strings)
+        with self.alloc_lock:
+            base = self.cursor
+            mm = self.reserve(base + head + room + ALIGN)
+            self.cursor = align(base + head + room + ALIGN)
+            self.tag += 1
+            tag = self.tag
+            BLS.pack_into(mm, base, len(name), len(ins), len(request.requested_output_names()),
+                          len(rid), len(want), 0, int(request.model_version()),
+                          int(request.timeout()))
+            p = base + BLS.size
+            for b in (name, rid, want):
+                mm[p:p + len(b)] = b
+                p += len(b)
+            p = pad8(p)
+            d = align(p + sum(TENSOR.size + pad8(len(i[0])) + 8 * len(i[2]) for i in ins))
+            for tname, code, shape, data, nbytes in ins:
+                TENSOR.pack_into(mm, p, len(tname), code, len(shape), 0, d, nbytes)
+                p += TENSOR.size
+                mm[p:p + len(tname)] = tname
+                p += pad8(len(tname))
+                if shape:
+                    struct.pack_into("<%dq" % len(shape), mm, p, *shape)
+                p += 8 * len(shape)
+                if code == 13:
+                    mm[d:d + nbytes] = data
+                elif nbytes:
+                    pb.np.ndarray(shape, data.dtype, mm, d)[...] = data
+                d = align(d + nbytes)
+        self.send(MSG_BLS, tag, base, d - base)
+        off, length = self.wait_reply(tag)
+        return self.decode_reply(off, length)
+
+    def wait_reply(self, tag):
+        """The reply to request `tag`. Of the threads waiting, one reads the socket and hands
+        each reply to its owner."""
+        with self.cv:
+            while tag not in self.replies and self.reading:
+                self.cv.wait()
+            if tag in self.replies:
+                return self.replies.pop(tag)
+            self.reading = True
+        try:
+            while True:
+                msg = self.sock.recv(4096)
+                if len(msg) < HDR.size:
+                    raise self.pb.TritonModelException("the server closed the stub's socket")
+                kind, arg, off, length = HDR.unpack_from(msg)
+                if kind != MSG_BLS_REPLY:
+                    continue
+                with self.cv:
+                    if arg == tag:
+                        return off, length
+                    self.replies[arg] = (off, length)
+                    self.cv.notify_all()
+        finally:
+            with self.cv:
+                self.reading = False
+                self.cv.notify_all()
+
+    def decode_reply(self, off, length):
+        """An InferenceResponse from the reply file; its arrays are copies (the file is reused)."""
+        pb = self.pb
+        np = pb.np
+        if self.rmm is None or off + length > self.rmm_size:
+            self.rmm_size = os.fstat(REPLY_FD).st_size
+            self.rmm = mmap.mmap(REPLY_FD, self.rmm_size)
+        mm = self.rmm
+        code, n_out, err_len, _ = RESP.unpack_from(mm, off)
+        p = off + RESP.size
+        if code >= 0:
+            text = mm[p:p + err_len].decode("utf-8", "replace")
+            return pb.InferenceResponse(error=pb.TritonError(text, code))
+        p = pad8(p + err_len)
+        outs = []
+        for _ in range(n_out):
+            name_len, tcode, ndim, _, doff, nbytes = TENSOR.unpack_from(mm, p)
+            p += TENSOR.size
+            name = mm[p:p + name_len].decode()
+            p += pad8(name_len)
+            dims = struct.unpack_from("<%dq" % ndim, mm, p) if ndim else ()
+            p += 8 * ndim
+            if tcode == 13:
+                arr = pb.deserialize_bytes_tensor(mm[doff:doff + nbytes]).reshape(dims)
+            else:
+                arr = np.ndarray(dims, pb.triton_to_numpy_type(tcode), mm, doff).copy()
+            t = pb.Tensor.__new__(pb.Tensor)
+            t._name, t._array = name, arr
+            outs.append(t)
+        return pb.InferenceResponse(outs)
 
     # ---- shared memory -------------------------------------------------------------------
     def view(self, end):
@@ -341,11 +468,13 @@ class Stub:
 
     def on_execute(self, off, length):
         pb = self.pb
+        self.cursor = align(off + length)
         try:
             reqs = self.decode(off, length)
         except BaseException as e:  # noqa: B036
             self.send_error("nereid: malformed batch: " + error_text(e))
             return
+        self.executing = True
         try:
             resps = self.model.execute(reqs)
             if asyncio.iscoroutine(resps):
@@ -365,12 +494,16 @@ class Stub:
                     raise ModelError(
                         "Expected an 'InferenceResponse' object in the execute function return "
                         "list, found type '" + str(type(r)) + "'.")
-            base = align(off + length)
-            n = self.encode(base, reqs, resps)
+            with self.alloc_lock:
+                self.executing = False
+                base = self.cursor
+                n = self.encode(base, reqs, resps)
         except ModelError as e:
+            self.executing = False
             self.send_error(self.execute_error(str(e)))
             return
         except BaseException as e:  # noqa: B036
+            self.executing = False
             self.send_error(self.execute_error(error_text(e)))
             return
         self.send(MSG_RESPONSES, 0, base, n)
@@ -405,6 +538,8 @@ class Stub:
             elif kind == MSG_FINALIZE:
                 self.on_finalize()
                 return
+            elif kind == MSG_BLS_REPLY:
+                pass  # the answer to a request the model did not wait for
             else:
                 self.send_error("nereid: unknown message kind %d" % kind)
 
@@ -427,7 +562,7 @@ def make_utils(stub):
 def main():
     # The server decides when this process ends (a terminal's Ctrl-C reaches the whole group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.closerange(SHM_FD + 1, 1 << 16)  # whatever else the server had open
+    os.closerange(REPLY_FD + 1, 1 << 16)  # whatever else the server had open
     mode = sys.argv[1] if len(sys.argv) > 1 else "instance"
     name = sys.argv[2] if len(sys.argv) > 2 else ""
     sys.argv = [name]

@@ -299,10 +299,15 @@ class InferenceRequest:
             "get_response_sender: decoupled models are not supported by nereid yet")
 
     def exec(self, decoupled=False):
+        """Runs this request on model_name and returns its InferenceResponse (an error in it
+        where the server refused the request or the model failed)."""
         return _stub.bls_exec(self, decoupled)
 
     async def async_exec(self, decoupled=False):
-        return _stub.bls_exec(self, decoupled)
+        """exec() on an executor thread, so that several requests can be in flight at once."""
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(
+            None, _stub.bls_exec, self, decoupled)
 
 
 # ---- model configuration ------------------------------------------------------------------------

@@ -1,0 +1,67 @@
+/* host.c - requests a backend makes to other models (host.h): the model is looked up as an
+ * ensemble step's is (a READY version, a reference held until the answer), the request is an
+ * ordinary nr_req_t through nr_model_submit, so the callee's own scheduler, batching and
+ * statistics apply, and the answer is handed to the backend's callback and freed after it. */
+#include "host.h"
+
+#include "../common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    nr_model_t *m; /* the callee, a reference */
+    nr_host_done_fn done;
+    void *arg;
+} call_t;
+
+static void call_done(nr_req_t *req, void *arg)
+{
+    call_t *c = arg;
+    c->done(c->arg, req->status, req->status == NULL ? req->outputs : NULL,
+            req->status == NULL ? req->n_want : 0);
+    nr_req_free(req);
+    nr_model_release(c->m);
+    free(c);
+}
+
+static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_fn done, void *arg)
+{
+    nr_model_t *caller = ctx, *m = NULL;
+    if (caller->lookup == NULL)
+        return nr_status_new(NR_UNAVAILABLE, "model '%s' cannot reach other models", caller->name);
+    nr_status_t *st = caller->lookup(caller->lookup_arg, r->model, r->version, &m);
+    if (st != NULL)
+        return st;
+    nr_req_t *req = nr_req_new(m);
+    if (r->id != NULL && r->id[0] != '\0')
+        st = nr_req_set_id(req, r->id, strlen(r->id));
+    for (size_t i = 0; st == NULL && i < r->n_inputs; i++) {
+        const nr_tensor_t *t = &r->inputs[i];
+        st = nr_req_add_input(req, t->name, strlen(t->name), t->dtype, t->dims, t->ndim, t->data,
+                              t->size);
+    }
+    for (size_t i = 0; st == NULL && i < r->n_outputs; i++)
+        st = nr_req_add_output(req, r->outputs[i], strlen(r->outputs[i]));
+    call_t *c = NULL;
+    if (st == NULL) {
+        c = nr_malloc(sizeof(*c));
+        *c = (call_t){.m = m, .done = done, .arg = arg};
+        req->timeout_us = r->timeout_us;
+        req->done = call_done;
+        req->done_arg = c;
+        st = nr_model_submit(m, req);
+    }
+    if (st != NULL) { /* nothing queued: done will not run */
+        nr_req_free(req);
+        nr_model_release(m);
+        free(c);
+    }
+    return st;
+}
+
+void nr_host_bind(nr_model_t *m)
+{
+    m->host.infer = host_infer;
+    m->host.ctx = m;
+}
