@@ -58,6 +58,11 @@ typedef struct {
     const char *const *outputs; /* requested output names; none = all */
     size_t n_outputs;
     uint64_t timeout_us;        /* 0: none */
+    /* NULL: a decoupled model refuses the request. Else each response of a decoupled model
+     * (outputs as for done, or err; flags NR_RESPONSE_*), on the thread executing it, before
+     * done; done then carries only an error (or no outputs at all) */
+    void (*on_response)(void *arg, const nr_status_t *err, const nr_tensor_t *outputs,
+                        size_t n_outputs, unsigned flags);
 } nr_host_req_t;
 
 /* Its answer: status NULL and the outputs (one per requested output, name NULL for one the
@@ -66,10 +71,26 @@ typedef struct {
 typedef void (*nr_host_done_fn)(void *arg, const nr_status_t *status, const nr_tensor_t *outputs,
                                 size_t n_outputs);
 
+/* respond's flags: the last response of a request; no response, only the end (Triton's
+ * TRITONSERVER_RESPONSE_COMPLETE_FINAL sent without a response). */
+#define NR_RESPONSE_FINAL 1u
+#define NR_RESPONSE_NONE 2u
+
 typedef struct {
     /* Queues r; done runs exactly once unless an error is returned (then never). A request to
      * the calling instance's own model waits behind the batch that sends it. */
     nr_status_t *(*infer)(void *ctx, const nr_host_req_t *r, nr_host_done_fn done, void *arg);
+    /* Decoupled models (model_transaction_policy { decoupled: true }) answer through this
+     * instead of the item's outputs at the end of execute: one response of `item` to its
+     * client, made of item->outputs as filled now (as for an ordinary answer: name, dtype,
+     * dims, data, size, hold; name NULL = absent) or of err when err is not NULL; flags:
+     * NR_RESPONSE_FINAL on the last, NR_RESPONSE_NONE | NR_RESPONSE_FINAL to end the request
+     * without a response. After the call the outputs are released (holds dropped, cleared).
+     * Nothing is sent after a final one; an item that leaves execute without its final
+     * response ends with its status, or without one, with its outputs as its final response
+     * (a backend that never calls respond, onnxruntime's, answers each request once).
+     * Context: the thread running execute, during the call, for items of that batch. */
+    void (*respond)(void *ctx, nr_batch_item_t *item, const nr_status_t *err, unsigned flags);
     void *ctx;
 } nr_host_t;
 

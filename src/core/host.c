@@ -1,19 +1,34 @@
-/* host.c - requests a backend makes to other models (host.h): the model is looked up as an
- * ensemble step's is (a READY version, a reference held until the answer), the request is an
- * ordinary nr_req_t through nr_model_submit, so the callee's own scheduler, batching and
- * statistics apply, and the answer is handed to the backend's callback and freed after it. */
+/* host.c - what the core does for backends (host.h).
+ *
+ * Requests to other models: the model is looked up as an ensemble step's is (a READY version,
+ * a reference held until the answer), the request is an ordinary nr_req_t through
+ * nr_model_submit, so the callee's own scheduler, batching and statistics apply, and the
+ * answer is handed to the backend's callback and freed after it.
+ *
+ * Responses of decoupled models: handed to the request's frontend (req->on_response) as they
+ * come; the request itself ends as every request does, when its batch has executed. */
 #include "host.h"
 
 #include "../common/alloc.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     nr_model_t *m; /* the callee, a reference */
     nr_host_done_fn done;
+    void (*on_response)(void *arg, const nr_status_t *err, const nr_tensor_t *outputs,
+                        size_t n_outputs, unsigned flags);
     void *arg;
 } call_t;
+
+static void call_response(nr_req_t *req, const nr_status_t *err, unsigned flags, void *arg)
+{
+    call_t *c = arg;
+    c->on_response(c->arg, err, err == NULL ? req->outputs : NULL, err == NULL ? req->n_want : 0,
+                   flags);
+}
 
 static void call_done(nr_req_t *req, void *arg)
 {
@@ -33,6 +48,15 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
     nr_status_t *st = caller->lookup(caller->lookup_arg, r->model, r->version, &m);
     if (st != NULL)
         return st;
+    if (m->cfg->decoupled && r->on_response == NULL) { /* Triton's Python backend's words */
+        st = nr_status_new(NR_INTERNAL, "Model %s - Error when running inference: Model %s is "
+                           "using the decoupled. The current BLS request call doesn't support "
+                           "models using the decoupled transaction policy. Please use "
+                           "'decoupled=True' argument to the 'exec' or 'async_exec' calls for "
+                           "decoupled models.'", m->name, m->name);
+        nr_model_release(m);
+        return st;
+    }
     nr_req_t *req = nr_req_new(m);
     if (r->id != NULL && r->id[0] != '\0')
         st = nr_req_set_id(req, r->id, strlen(r->id));
@@ -46,10 +70,12 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
     call_t *c = NULL;
     if (st == NULL) {
         c = nr_malloc(sizeof(*c));
-        *c = (call_t){.m = m, .done = done, .arg = arg};
+        *c = (call_t){.m = m, .done = done, .on_response = r->on_response, .arg = arg};
         req->timeout_us = r->timeout_us;
         req->done = call_done;
         req->done_arg = c;
+        if (r->on_response != NULL)
+            req->on_response = call_response;
         st = nr_model_submit(m, req);
     }
     if (st != NULL) { /* nothing queued: done will not run */
@@ -60,8 +86,22 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
     return st;
 }
 
+/* The request an item belongs to (request.h: the item lives inside it). */
+static nr_req_t *item_req(nr_batch_item_t *item)
+{
+    return (nr_req_t *)((char *)item - offsetof(nr_req_t, item));
+}
+
+static void host_respond(void *ctx, nr_batch_item_t *item, const nr_status_t *err,
+                         unsigned flags)
+{
+    (void)ctx;
+    nr_req_respond(item_req(item), err, flags);
+}
+
 void nr_host_bind(nr_model_t *m)
 {
     m->host.infer = host_infer;
+    m->host.respond = host_respond;
     m->host.ctx = m;
 }

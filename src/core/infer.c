@@ -64,6 +64,8 @@ void nr_infer_param(nr_infer_t *inf, const nr_param_t *p)
         req->priority = pr > UINT32_MAX ? UINT32_MAX : (uint32_t)pr;
     } else if (nr_param_is(p, "timeout")) {
         req->timeout_us = uint_value(p);
+    } else if (nr_param_is(p, "triton_enable_empty_final_response")) {
+        inf->empty_final = p->type == NR_PARAM_BOOL && p->v.b;
     }
     /* sequence_id, sequence_start, sequence_end: nereid has no sequence batcher, and Triton
      * ignores them too for a model without one; custom keys: no backend reads them */

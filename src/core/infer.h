@@ -50,6 +50,8 @@ typedef struct nr_infer_s {
     char **owned; size_t n_owned;               /* buffers the request keeps */
     nr_infer_out_t *outs; size_t n_outs;        /* nr_infer_outputs' result */
     nr_tensor_t *class_t;  /* [n_want]: classified outputs; NULL until one is classified */
+    bool empty_final;      /* triton_enable_empty_final_response: a decoupled model's end
+                              without a response is sent as an empty final response */
 } nr_infer_t;
 
 /* Starts a request for model m (srv may be NULL); req->frontend = frontend.
@@ -65,7 +67,8 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf);
 /* One request-level parameter, after its frontend has checked it by its protocol's rules
  * (each frontend's Triton texts for a wrong type or a reserved triton_* key): priority and
  * timeout, which must then be NR_PARAM_UINT64 or NR_PARAM_INT64 (a negative timeout is
- * none, as Triton takes it), are applied to the request; sequence_id, sequence_start,
+ * none, as Triton takes it), are applied to the request; triton_enable_empty_final_response
+ * (bool) sets empty_final; sequence_id, sequence_start,
  * sequence_end and custom keys are kept by nobody (no sequence batcher, no backend reads
  * them). */
 void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);

@@ -145,6 +145,7 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     }
     nr_status_t *st = m->backend->execute(inst->state, &b);
     uint64_t t_end = nr_now_ns();
+    bool decoupled = m->cfg->decoupled;
     if (b.input_end_ns < t_exec || b.input_end_ns > t_end)
         b.input_end_ns = t_exec;
     if (b.infer_end_ns < b.input_end_ns || b.infer_end_ns > t_end)
@@ -156,6 +157,8 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
         else
             r->status = r->item.status;
         r->item.status = NULL;
+        if (decoupled && r->status == NULL && !r->final_sent) /* answered as a plain model */
+            nr_req_respond(r, NULL, NR_RESPONSE_FINAL);      /* is: its one response */
         if (r->status) { /* never hand out partial outputs */
             for (size_t k = 0; k < r->n_want; k++) {
                 nr_hold_unref(r->outputs[k].hold);

@@ -222,6 +222,9 @@ static bool inline_fits(const nr_model_t *m, const nr_req_t *req)
 
 nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req)
 {
+    if (m->cfg->decoupled && req->on_response == NULL) /* frontends refuse first, in their words */
+        return nr_req_error(req, NR_UNSUPPORTED, "model '%s' is decoupled: its responses need a "
+                            "stream", m->name);
     nr_status_t *st = nr_req_validate(req);
     if (st) /* a request the model refuses is not counted (as in Triton) */
         return st;

@@ -117,8 +117,10 @@ int nr_model_output_index(const nr_model_t *m, const char *name, size_t len);
 /* Validates `req` and queues it. On success the model owns the request until
  * req->done runs, which may happen before this returns (inline execution on
  * the calling thread). On failure returns the error (nothing queued, done not
- * called). With inline execution the calling thread may also run, and call done() for,
- * up to 8 requests other threads queued meanwhile (NR_MODEL_DRAIN_MAX, model.c; request.h).
+ * called). A decoupled model takes only requests with an on_response (UNSUPPORTED otherwise)
+ * and never runs them inline. With inline execution the calling thread may also run, and call
+ * done() for, up to 8 requests other threads queued meanwhile (NR_MODEL_DRAIN_MAX, model.c;
+ * request.h).
  * Context: a frontend thread holding a reference on m, no lock held (done() may run here);
  * may block for as long as the model executes when it runs inline (only while the model's
  * mean execution is under the request's inline limit). */

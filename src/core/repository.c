@@ -710,7 +710,8 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     m->cfg = g->cfg;
     m->version = version;
     m->backend = backend;
-    m->allow_inline = repo->opts.inline_execution;
+    /* a decoupled model's execute lasts until its last response: never on a frontend's thread */
+    m->allow_inline = repo->opts.inline_execution && !g->cfg->decoupled;
     m->state = NR_MODEL_LOADING;
     m->on_last_release = to_reaper;
     m->lookup = repo_lookup;

@@ -382,3 +382,17 @@ nr_status_t *nr_req_validate(nr_req_t *req)
     req->item.id = req->id;
     return NULL;
 }
+
+void nr_req_respond(nr_req_t *req, const nr_status_t *err, unsigned flags)
+{
+    if (!req->final_sent) {
+        if (flags & NR_RESPONSE_FINAL)
+            req->final_sent = true;
+        if (req->on_response != NULL)
+            req->on_response(req, err, flags, req->done_arg);
+    }
+    for (size_t k = 0; k < req->n_want; k++) {
+        nr_hold_unref(req->outputs[k].hold);
+        memset(&req->outputs[k], 0, sizeof(req->outputs[k]));
+    }
+}

@@ -34,6 +34,11 @@
 typedef struct nr_model_s nr_model_t;
 typedef struct nr_req_s nr_req_t;
 typedef void (*nr_req_done_fn)(nr_req_t *req, void *arg);
+/* One response of a decoupled model: req->outputs as the backend filled them (valid during the
+ * call only: a frontend that keeps them takes a hold reference) or err; flags NR_RESPONSE_*
+ * (backend.h). Runs on the executing thread, before done. */
+typedef void (*nr_req_response_fn)(nr_req_t *req, const nr_status_t *err, unsigned flags,
+                                   void *arg);
 
 struct nr_req_s {
     nr_model_t *model; /* borrowed; models live until the server stops */
@@ -67,6 +72,11 @@ struct nr_req_s {
     nr_status_t *status; /* result once done() runs; owned by the request */
     nr_req_done_fn done;
     void *done_arg;
+    /* Set by a frontend that delivers several responses per request (a gRPC stream): the
+     * responses of a decoupled model, with done_arg; done follows the final one. NULL: a
+     * decoupled model refuses the request. */
+    nr_req_response_fn on_response;
+    bool final_sent; /* the final response has been delivered (decoupled models) */
     void *frontend; /* frontend's per-request state (not touched by core) */
     /* Run on the submitting thread (inline) only when the model's mean
      * execution so far is shorter than this; 0 = no limit. A frontend whose
@@ -108,6 +118,11 @@ static inline void nr_req_done(nr_req_t *req)
     NR_DEBUG_ONLY(req->completed = true;)
     req->done(req, req->done_arg);
 }
+
+/* One response of a decoupled model's request (backend.h, nr_host_t.respond): to the
+ * frontend's on_response unless the final one has gone (a warmup request has none), then the
+ * outputs are released and cleared for the next. Context: the executing thread. */
+void nr_req_respond(nr_req_t *req, const nr_status_t *err, unsigned flags);
 
 /* Validation of the request against its model (inputs present, dtypes, shapes,
  * byte sizes, batch size); called by nr_model_submit. */

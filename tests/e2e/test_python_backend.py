@@ -8,6 +8,9 @@ finalize; every error path in Triton's words (an exception in initialize or exec
 error, no TritonPythonModel, no model.py, an environment without numpy, the wrong number of
 responses, a response error with each TritonError code, an output left out); a stub killed
 while idle, during execute and during initialize; 64 concurrent clients on two instances.
+Business Logic Scripting (to ONNX, Python and ensemble models; to decoupled ones with
+decoupled=True); decoupled models over gRPC streaming (the documentation's repeat and square),
+the response sender's rules, errors and long streams; HTTP and unary gRPC refusing them.
 
 No test asserts on wall-clock time; deadlines only bound how long a test waits."""
 import json
@@ -653,3 +656,253 @@ def test_bls_to_onnx_ensemble_and_python_models(server_factory, tmp_path):
     assert index["calls_in_init"]["state"] == "UNAVAILABLE"
     assert "BLS is only supported during the 'execute' function." in \
         index["calls_in_init"]["reason"]
+
+
+# ---------------------------------------------------------------------------- decoupled models
+
+def stream_collect(client, model, requests, count, timeout=30, **kw):
+    """Sends `requests` (lists of InferInput, ids "0", "1", ...) on one stream and returns the
+    first `count` (result, error) pairs the stream delivers."""
+    import queue
+    got = queue.Queue()
+    client.start_stream(callback=lambda result, error: got.put((result, error)))
+    try:
+        for i, ins in enumerate(requests):
+            client.async_stream_infer(model, ins, request_id=str(i), **kw)
+        return [got.get(timeout=timeout) for _ in range(count)]
+    finally:
+        client.stop_stream()
+
+
+def int32_input(name, values, dtype="INT32"):
+    inp = grpcclient.InferInput(name, [len(values)], dtype)
+    inp.set_data_from_numpy(np.array(values, dtype=np.int32 if dtype == "INT32" else np.uint32))
+    return inp
+
+
+def final_flag(result):
+    return result.get_response().parameters["triton_final_response"].bool_param
+
+
+def test_decoupled_examples_over_grpc_streaming(examples_server):
+    """The documentation's decoupled clients: square_int32 answers IN = 4, 2, 0, 1 with 7
+    responses (none for 0), each OUT = [IN], triton_final_response false on each; with
+    enable_empty_final_response every request also ends with an empty final response.
+    repeat_int32 sends IN's elements in order with their IDX, from a thread of the model's own
+    after execute returned. HTTP and unary gRPC refuse decoupled models in Triton's words."""
+    client = grpcclient.InferenceServerClient(examples_server.grpc_url)
+    reqs = [[int32_input("IN", [n])] for n in (4, 2, 0, 1)]
+    got = stream_collect(client, "square_int32", reqs, 7)
+    assert all(e is None for _, e in got), got
+    by_id = {}
+    for r, _ in got:
+        by_id.setdefault(r.get_response().id, []).append(int(r.as_numpy("OUT")[0]))
+        assert not final_flag(r)
+    assert by_id == {"0": [4] * 4, "1": [2] * 2, "3": [1]}
+    got = stream_collect(client, "square_int32", reqs, 11, enable_empty_final_response=True)
+    finals = [r.get_response() for r, e in got if e is None and final_flag(r)]
+    assert sorted(f.id for f in finals) == ["0", "1", "2", "3"]
+    assert all(not f.outputs and f.model_name == "square_int32" for f in finals)
+    assert sum(1 for r, _ in got if not final_flag(r)) == 7
+
+    ins = [int32_input("IN", [4, 2, 0, 1]), int32_input("DELAY", [1, 2, 3, 4], "UINT32"),
+           int32_input("WAIT", [5], "UINT32")]
+    got = stream_collect(client, "repeat_int32", [ins], 5, enable_empty_final_response=True)
+    assert all(e is None for _, e in got), got
+    assert [int(r.as_numpy("OUT")[0]) for r, _ in got[:4]] == [4, 2, 0, 1]
+    assert [int(r.as_numpy("IDX")[0]) for r, _ in got[:4]] == [0, 1, 2, 3]
+    assert [final_flag(r) for r, _ in got] == [False] * 4 + [True]
+
+    with pytest.raises(InferenceServerException) as e:
+        client.infer("square_int32", [int32_input("IN", [2])])
+    assert e.value.status() == "StatusCode.UNIMPLEMENTED"
+    assert e.value.message() == \
+        "ModelInfer RPC doesn't support models with decoupled transaction policy"
+    r = post(examples_server.port, "/v2/models/square_int32/infer", json.dumps(
+        {"inputs": [{"name": "IN", "shape": [1], "datatype": "INT32", "data": [2]}]}).encode())
+    assert r.status == 501
+    assert json.loads(r.body) == \
+        {"error": "HTTP end point doesn't support models with decoupled transaction policy"}
+
+
+def test_bls_with_a_decoupled_callee(examples_server):
+    """bls_decoupled_sync and bls_decoupled_async read every response square_int32 streams
+    back (exec / async_exec with decoupled=True): SUM = n * n over COUNT = n responses, none for
+    n = 0; over HTTP and gRPC, and several at once."""
+    for mod, url in ((httpclient, examples_server.url), (grpcclient, examples_server.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        for model in ("bls_decoupled_sync", "bls_decoupled_async"):
+            for n in (4, 0, 1):
+                inp = mod.InferInput("IN", [1], "INT32")
+                inp.set_data_from_numpy(np.array([n], dtype=np.int32))
+                r = client.infer(model, [inp])
+                assert (int(r.as_numpy("SUM")[0]), int(r.as_numpy("COUNT")[0])) == (n * n, n)
+    errors = []
+
+    def worker(n):
+        try:
+            client = httpclient.InferenceServerClient(examples_server.url)
+            inp = httpclient.InferInput("IN", [1], "INT32")
+            inp.set_data_from_numpy(np.array([n], dtype=np.int32))
+            r = client.infer("bls_decoupled_async", [inp])
+            assert int(r.as_numpy("SUM")[0]) == n * n
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+
+
+# Decoupled; MODE picks what execute does (TEXT: one BYTES element per response).
+DECOUPLED_PROBE = HEADER + '''
+import threading
+
+
+def text(s):
+    return pb_utils.InferenceResponse([pb_utils.Tensor("TEXT", np.array([s.encode()],
+                                                                        dtype=np.object_))])
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        r = requests[0]
+        mode = int(pb_utils.get_input_tensor_by_name(r, "MODE").as_numpy()[0])
+        sender = r.get_response_sender()
+        if mode == 0:  # misuse, each refusal's text sent back
+            for kw in ({"flags": 2}, {}):
+                try:
+                    sender.send(**kw)
+                except pb_utils.TritonModelException as e:
+                    sender.send(text(str(e)))
+            sender.send(text("last"), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            try:
+                sender.send(text("too late"))
+            except pb_utils.TritonModelException as e:
+                pb_utils.Logger.log_info("after the final flag: " + str(e))
+            return None
+        if mode == 1:  # one response, then execute raises
+            sender.send(text("before"))
+            raise ValueError("boom in decoupled execute")
+        if mode == 2:
+            return []
+        if mode == 3:  # BLS to a decoupled model without decoupled=True
+            a = pb_utils.InferenceRequest(model_name="square_int32", requested_output_names=[
+                "OUT"], inputs=[pb_utils.Tensor("IN", np.array([2], dtype=np.int32))]).exec()
+            sender.send(text(a.error().message() if a.has_error() else "no error"),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
+        if mode == 4:  # a long stream of 256 KiB responses, from another thread
+            big = np.array([b"x" * (256 << 10)], dtype=np.object_)
+
+            def run():
+                for _ in range(400):
+                    sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("TEXT", big)]))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            threading.Thread(target=run).start()
+            return None
+'''
+DECOUPLED_PROBE_IO = """
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "MODE" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+# Not decoupled, answered through the sender (Triton 2.51's default-mode sender); its misuse
+# is logged.
+DEFAULT_SENDER = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            sender = r.get_response_sender()
+            try:
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            except pb_utils.TritonModelException as e:
+                pb_utils.Logger.log_info("default sender: " + str(e))
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * 2),
+                                                    pb_utils.Tensor("OUTPUT1", x * 3)]))
+            try:
+                sender.send(pb_utils.InferenceResponse([]))
+            except pb_utils.TritonModelException as e:
+                pb_utils.Logger.log_info("default sender: " + str(e))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
+    """The response sender's refusals in Triton's words; an exception in a decoupled execute
+    ends the request with Triton's error (after what it sent) and the stream goes on; a list
+    returned by a decoupled model is refused; a BLS call without decoupled=True to a decoupled
+    model gets Triton's error; 400 responses of 256 KiB reuse the stub's shared memory (it
+    stays far below their 100 MiB); a default-mode model answers through its sender over HTTP;
+    an ONNX model marked decoupled streams one final response per request."""
+    import models
+    repo = tmp_path / "repo"
+    write_model(repo, "dec_probe", DECOUPLED_PROBE, DECOUPLED_PROBE_IO)
+    write_model(repo, "default_sender", DEFAULT_SENDER)
+    (repo / "square_int32").mkdir(parents=True)
+    for f in ("config.pbtxt", "1/model.py"):
+        (repo / "square_int32" / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "square_int32" / f).write_text((EXAMPLES / "square_int32" / f).read_text())
+    models.write_model(repo, "identity_fp32")
+    cfg = repo / "identity_fp32" / "config.pbtxt"
+    cfg.write_text(cfg.read_text() + "\nmodel_transaction_policy { decoupled: true }\n")
+    srv = server_factory([repo], [])
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+
+    def texts(mode, count):
+        got = stream_collect(client, "dec_probe", [[int32_input("MODE", [mode])]], count)
+        return [(e.message() if e is not None else
+                 r.as_numpy("TEXT")[0].decode(), e is None and final_flag(r))
+                for r, e in got]
+
+    assert texts(0, 3) == [("Unable to send response. Unsupported flag provided.", False),
+                           ("Inference Response object must be provided when the response "
+                            "flags is set to zero.", False), ("last", True)]
+    wait_for(lambda: "after the final flag: Unable to send response. Response sender has "
+                     "been closed." in srv.log, 10, "the refusal after the final flag")
+    got = texts(1, 2)
+    assert got[0] == ("before", False)
+    assert got[1][0].startswith("Failed to process the request(s) for model 'dec_probe_0', "
+                                "message: ValueError: boom in decoupled execute")
+    assert texts(2, 1) == [("Failed to process the request(s) for model 'dec_probe_0', "
+                            "message: Python model 'dec_probe_0' is using the decoupled mode "
+                            "and the execute function must return None.", False)]
+    got = stream_collect(client, "dec_probe", [[int32_input("MODE", [3])]], 1)
+    assert got[0][1] is None
+    assert got[0][0].as_numpy("TEXT")[0].decode() == (
+        "Model square_int32 - Error when running inference: Model square_int32 is using the "
+        "decoupled. The current BLS request call doesn't support models using the decoupled "
+        "transaction policy. Please use 'decoupled=True' argument to the 'exec' or "
+        "'async_exec' calls for decoupled models.'")
+    got = stream_collect(client, "dec_probe", [[int32_input("MODE", [4])]], 401, timeout=60,
+                         enable_empty_final_response=True)
+    assert all(e is None for _, e in got)
+    assert sum(len(r.as_numpy("TEXT")[0]) for r, _ in got[:400]) == 400 * (256 << 10)
+    assert final_flag(got[400][0]) and not got[400][0].get_response().outputs
+    pid = stub_pids(srv, "dec_probe_0")[0]
+    assert os.stat(f"/proc/{pid}/fd/6").st_size <= 16 << 20
+    # the stream goes on after each error: mode 0 again
+    assert texts(0, 3)[2] == ("last", True)
+
+    hc = httpclient.InferenceServerClient(srv.url)
+    x = fp32([1, 2, 3, 4])
+    r = http_infer(hc, "default_sender", x)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), x * 2)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), x * 3)
+    wait_for(lambda: "default sender: Unable to send response. Non-decoupled model cannot send "
+                     "complete final before sending a response." in srv.log and
+             "default sender: Unable to send response. Non-decoupled model cannot send more "
+             "than one response." in srv.log, 10, "the default-mode sender's refusals")
+
+    ident = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    ident.set_data_from_numpy(x.reshape(1, 4))
+    got = stream_collect(client, "identity_fp32", [[ident], [ident]], 2)
+    assert [e for _, e in got] == [None, None]
+    assert [final_flag(r) for r, _ in got] == [True, True]
+    np.testing.assert_array_equal(got[1][0].as_numpy("OUTPUT0"), x.reshape(1, 4))

@@ -70,7 +70,7 @@ static void on_done(nr_grpc_infer_t *inf)
 static unsigned run_infer(const uint8_t *data, size_t size, bool stream)
 {
     nr_grpc_infer_t *inf;
-    nr_status_t *st = nr_grpc_infer_parse(srv.core, data, size, &inf);
+    nr_status_t *st = nr_grpc_infer_parse(srv.core, data, size, stream, &inf);
     wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
     bool issued = false;
     if (st == NULL) {
@@ -88,14 +88,14 @@ static unsigned run_infer(const uint8_t *data, size_t size, bool stream)
     unsigned sum = 0;
     if (issued) {
         grpc_byte_buffer *bb = NULL;
-        st = nr_grpc_infer_reply(inf, stream, &bb);
+        st = nr_grpc_infer_reply(inf, stream, true, &bb);
         sum += consume(bb);
     }
     if (st != NULL) {
         if (nr_status_grpc(st) == 0) /* an error must map to a failing status */
             abort();
         if (stream)
-            sum += consume(nr_grpc_stream_error(inf, issued, st));
+            sum += consume(nr_grpc_stream_error(inf, issued, true, st));
         nr_status_free(st);
     }
     nr_grpc_infer_free(inf);

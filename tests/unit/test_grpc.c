@@ -113,7 +113,7 @@ static void check_reply(size_t n_elem, bool stream)
     int released = 0;
     nr_grpc_infer_t *inf = finished(m, n_elem, &released);
     grpc_byte_buffer *bb = NULL;
-    ASSERT_OK(nr_grpc_infer_reply(inf, stream, &bb));
+    ASSERT_OK(nr_grpc_infer_reply(inf, stream, true, &bb));
     size_t slices = bb->data.raw.slice_buffer.count;
     nr_grpc_infer_free(inf);
     /* large outputs are slices that still hold the backend's buffers */
@@ -172,7 +172,7 @@ NR_TEST(stream_errors)
 {
     nr_status_t *st = nr_status_new(NR_INVALID_ARG, "bad thing");
     Inference__ModelStreamInferResponse *outer;
-    grpc_byte_buffer *bb = nr_grpc_stream_error(NULL, false, st);
+    grpc_byte_buffer *bb = nr_grpc_stream_error(NULL, false, true, st);
     Inference__ModelInferResponse *r = decode(bb, true, &outer);
     grpc_byte_buffer_destroy(bb);
     ASSERT_NOT_NULL(outer);
@@ -187,7 +187,7 @@ NR_TEST(parse_refuses_garbage)
 {
     nr_grpc_infer_t *inf;
     const uint8_t junk[] = {0xff, 0xff, 0xff};
-    EXPECT_STATUS(nr_grpc_infer_parse(NULL, junk, sizeof(junk), &inf), NR_INVALID_ARG,
+    EXPECT_STATUS(nr_grpc_infer_parse(NULL, junk, sizeof(junk), false, &inf), NR_INVALID_ARG,
                   "failed to parse the ModelInferRequest message");
     nr_grpc_infer_free(inf);
 }

@@ -54,6 +54,7 @@ typedef struct {
     pthread_cond_t idle;  /* signalled when outstanding drops to 0 */
     size_t outstanding;   /* requests sent on and not answered yet */
     size_t reply_used;    /* bytes of the reply file taken in this batch */
+    uint64_t consumed;    /* the stub's messages read in this batch (py_int.h) */
 } py_inst_t;
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -526,13 +527,15 @@ static nr_status_t *decode(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h)
 typedef struct {
     py_inst_t *in;
     uint32_t tag;
+    bool final_sent; /* a decoupled callee's last response has gone to the stub */
     nr_host_req_t r;
     char mem[];
 } bls_call_t;
 
-/* Writes one response into the reply file and sends it to the stub. in->mu held. */
+/* Writes one response into the reply file and sends it to the stub (flags: NR_RESPONSE_FINAL
+ * on the last). in->mu held. */
 static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
-                      const nr_tensor_t *outs, size_t n)
+                      const nr_tensor_t *outs, size_t n, unsigned flags)
 {
     const char *err = status ? status->msg : "";
     size_t err_len = strlen(err), head = sizeof(nr_py_resp_t) + pad8(err_len), data = 0;
@@ -549,7 +552,7 @@ static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
         static const char msg[] = "the answer does not fit in the Python stub's shared memory";
         nr_status_t tmp = {.code = NR_UNAVAILABLE, .msg = (char *)msg};
         if (status == NULL)
-            bls_reply(in, tag, &tmp, NULL, 0);
+            bls_reply(in, tag, &tmp, NULL, 0, flags);
         return;
     }
     nr_py_resp_t rh = {.code = status ? (int32_t)status->code : -1, .n_outputs = n_out,
@@ -577,8 +580,20 @@ static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
         d = align(d + t->size);
     }
     in->reply_used = end;
-    nr_status_t *st = nr_py_stub_send(s, NR_PY_BLS_REPLY, tag, base, end - base);
+    nr_status_t *st = nr_py_stub_send(s, NR_PY_BLS_REPLY, tag | flags << 24, base, end - base);
     nr_status_free(st); /* a stub gone meanwhile: the batch's wait says so */
+}
+
+/* A response of a decoupled callee (exec(decoupled=True)). */
+static void bls_response(void *arg, const nr_status_t *err, const nr_tensor_t *outs, size_t n,
+                         unsigned flags)
+{
+    bls_call_t *c = arg;
+    pthread_mutex_lock(&c->in->mu);
+    if (!c->final_sent)
+        bls_reply(c->in, c->tag, err, outs, n, flags & NR_RESPONSE_FINAL);
+    c->final_sent |= (flags & NR_RESPONSE_FINAL) != 0;
+    pthread_mutex_unlock(&c->in->mu);
 }
 
 static void bls_done(void *arg, const nr_status_t *status, const nr_tensor_t *outs, size_t n)
@@ -586,7 +601,8 @@ static void bls_done(void *arg, const nr_status_t *status, const nr_tensor_t *ou
     bls_call_t *c = arg;
     py_inst_t *in = c->in;
     pthread_mutex_lock(&in->mu);
-    bls_reply(in, c->tag, status, outs, n);
+    if (!c->final_sent) /* else a decoupled callee has said all (its end carries nothing) */
+        bls_reply(in, c->tag, status, outs, n, NR_RESPONSE_FINAL);
     if (--in->outstanding == 0)
         pthread_cond_broadcast(&in->idle);
     pthread_mutex_unlock(&in->mu);
@@ -634,7 +650,9 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
     const char *src = base + p;
     c->r = (nr_host_req_t){.model = m, .version = bh.version, .inputs = inputs,
                            .n_inputs = bh.n_inputs, .outputs = want, .n_outputs = bh.n_want,
-                           .timeout_us = bh.timeout_us};
+                           .timeout_us = bh.timeout_us,
+                           .on_response = bh.flags & NR_PY_BLS_DECOUPLED ? bls_response : NULL};
+    c->final_sent = false;
     memcpy(m, src, bh.name_len);
     m[bh.name_len] = '\0';
     m += bh.name_len + 1;
@@ -680,7 +698,7 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
     st = in->info.host->infer(in->info.host->ctx, &c->r, bls_done, c);
     if (st != NULL) { /* refused before it was queued: answered here */
         pthread_mutex_lock(&in->mu);
-        bls_reply(in, h->arg, st, NULL, 0);
+        bls_reply(in, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
         if (--in->outstanding == 0)
             pthread_cond_broadcast(&in->idle);
         pthread_mutex_unlock(&in->mu);
@@ -692,9 +710,59 @@ bad:
     free(c);
     st = bad_answer(in, "request to another model");
     pthread_mutex_lock(&in->mu);
-    bls_reply(in, h->arg, st, NULL, 0);
+    bls_reply(in, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
     pthread_mutex_unlock(&in->mu);
     nr_status_free(st);
+}
+
+/* ---- responses from senders (decoupled models; the default mode's sender) ------------------ */
+
+/* The stub has read every message it wrote into the shared file so far (py_int.h). */
+static void consumed(py_inst_t *in)
+{
+    in->consumed++;
+    __atomic_store_n((uint64_t *)in->stub.reply, in->consumed, __ATOMIC_RELEASE);
+}
+
+/* One response of request h->arg & 0xffffff: handed to its client at once (decoupled), or kept
+ * as the request's answer (the default mode allows one response, then the final flag).
+ * Returns whether it was the request's final one. */
+enum { SENT_ONE = 1, SENT_FINAL = 2 }; /* a request's senders' state in a batch */
+
+static bool sender_response(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h, uint8_t *sent)
+{
+    uint32_t i = h->arg & 0xffffffu, flags = h->arg >> 24;
+    if (i >= b->n || (sent[i] & SENT_FINAL)) /* the stub closes a sender after its final flag */
+        return false;
+    nr_batch_item_t *it = b->items[i];
+    bool decoupled = in->m->cfg->decoupled;
+    if (!(flags & NR_RESPONSE_NONE)) {
+        uint64_t p = h->off + sizeof(nr_py_batch_t), end = h->off + h->len;
+        nr_py_batch_t bh = {0};
+        if (inside(h->off, sizeof(bh), h->off, end))
+            memcpy(&bh, in->stub.shm + h->off, sizeof(bh));
+        nr_status_t *st = NULL;
+        if (bh.n != 1)
+            st = bad_answer(in, "response header");
+        else if (!decoupled && (sent[i] & SENT_ONE)) /* the stub refuses it first */
+            st = bad_answer(in, "a second response in the default mode");
+        else
+            st = decode_one(in, it, &p, h->off, end);
+        if (st != NULL) { /* malformed: that request fails */
+            nr_status_free(it->status);
+            it->status = st;
+        }
+        sent[i] |= SENT_ONE;
+    }
+    if (decoupled) {
+        nr_status_t *err = it->status;
+        it->status = NULL;
+        in->info.host->respond(in->info.host->ctx, it, err, flags);
+        nr_status_free(err);
+    }
+    if (flags & NR_RESPONSE_FINAL)
+        sent[i] |= SENT_FINAL;
+    return sent[i] & SENT_FINAL;
 }
 
 static nr_status_t *py_execute(void *state, nr_batch_t *b)
@@ -719,28 +787,56 @@ static nr_status_t *py_execute(void *state, nr_batch_t *b)
     st = encode(in, b, &len);
     b->input_end_ns = nr_now_ns();
     nr_py_hdr_t h;
-    in->reply_used = 0; /* no request of the last batch is still answered (see below) */
+    in->reply_used = NR_PY_REPLY_HEAD; /* no request of the last batch is still answered */
+    in->consumed = 0;
+    *(uint64_t *)in->stub.reply = 0;
+    uint8_t few[16], *sent = b->n <= 16 ? few : nr_malloc(b->n);
+    memset(sent, 0, b->n);
+    size_t finals = 0;
+    bool returned = false; /* execute returned None: the batch ends with its final flags */
     if (st == NULL)
         st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, 0, len);
-    while (st == NULL && (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL &&
-           h.kind == NR_PY_BLS)
-        bls_start(in, &h);
+    while (st == NULL && !(returned && finals == b->n) &&
+           (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL) {
+        if (h.kind == NR_PY_BLS) {
+            bls_start(in, &h);
+            consumed(in);
+        } else if (h.kind == NR_PY_RESPONSE) {
+            finals += sender_response(in, b, &h, sent);
+            consumed(in);
+        } else if (h.kind == NR_PY_OK) {
+            returned = true;
+        } else {
+            break; /* its answer (a list of responses), or its error */
+        }
+    }
     b->infer_end_ns = nr_now_ns();
     /* the answers still to come write into the stub's memory: wait for them */
     pthread_mutex_lock(&in->mu);
     while (in->outstanding > 0)
         pthread_cond_wait(&in->idle, &in->mu);
     pthread_mutex_unlock(&in->mu);
-    if (st != NULL) {
+    if (st == NULL && returned) { /* every request has had its final flag */
+    } else if (st == NULL && h.kind == NR_PY_ERROR) {
+        st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
+    } else if (st == NULL && h.kind != NR_PY_RESPONSES) {
+        st = bad_answer(in, "message kind");
+    } else if (st == NULL) {
+        st = decode(in, b, &h);
+    } else {
         in->up = false;
         nr_py_stub_stop(&in->stub, 0);
-        return st;
     }
-    if (h.kind == NR_PY_ERROR)
-        return nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
-    if (h.kind != NR_PY_RESPONSES)
-        return bad_answer(in, "message kind");
-    return decode(in, b, &h);
+    if (st != NULL && finals > 0) { /* the requests already finished keep their answers */
+        for (size_t i = 0; i < b->n; i++)
+            if (!(sent[i] & SENT_FINAL) && b->items[i]->status == NULL)
+                b->items[i]->status = nr_status_new(st->code, "%s", st->msg);
+        nr_status_free(st);
+        st = NULL;
+    }
+    if (sent != few)
+        free(sent);
+    return st;
 }
 
 const nr_backend_t nr_python_backend = {

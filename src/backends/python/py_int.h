@@ -28,14 +28,22 @@ enum {
     NR_PY_EXECUTE = 2,      /* body: a batch (below, shared memory) */
     NR_PY_FINALIZE = 3,     /* no body; the stub answers OK and exits */
     NR_PY_AUTOCOMPLETE = 4, /* body: {"config": {...}, "model_path": "..."} */
-    NR_PY_BLS_REPLY = 5,    /* arg: the request's tag; body: its response (in the reply file) */
+    NR_PY_BLS_REPLY = 5,    /* arg: the request's tag | flags << 24 (NR_RESPONSE_FINAL on its
+                               last); body: a response (in the reply file) */
     NR_PY_OK = 10,
     NR_PY_ERROR = 11,       /* inline body: the error text; arg: a TritonError code */
     NR_PY_RESPONSES = 12,   /* body: the batch's responses (below, shared memory) */
     NR_PY_LOG = 13,         /* inline body: nr_py_log_t, file name, NUL, message */
     NR_PY_CONFIG = 14,      /* body: the completed config (JSON, shared memory) */
     NR_PY_BLS = 15,         /* arg: a tag; body: a request to another model (below) */
+    NR_PY_RESPONSE = 16,    /* a response sender's (decoupled models, or the default mode's
+                               sender): arg: the request's index in the batch | flags << 24
+                               (NR_RESPONSE_FINAL, NR_RESPONSE_NONE: no body); body: one
+                               response as in a batch's answer */
 };
+/* Execute's end: NR_PY_RESPONSES (execute returned a list), NR_PY_OK (it returned None: the
+ * requests are answered through their senders; the batch ends once each has sent its final
+ * flag), or NR_PY_ERROR (it raised; the senders of the batch are closed first). */
 
 typedef struct { uint32_t kind, arg; uint64_t off, len; } nr_py_hdr_t;          /* <IIQQ */
 /* A batch: nr_py_batch_t, then per request nr_py_req_t, its id, its parameters (JSON), its
@@ -59,11 +67,19 @@ typedef struct { uint32_t level, line; } nr_py_log_t;                           
  * input nr_py_tensor_t (index = name length), the name padded to 8 and dims; tensor bytes as
  * in a batch. Its answer, in the reply file: one response as in a batch's answer. */
 typedef struct {
-    uint32_t name_len, n_inputs, n_want, id_len, want_len, pad;
+    uint32_t name_len, n_inputs, n_want, id_len, want_len, flags; /* NR_PY_BLS_DECOUPLED */
     int64_t version;
     uint64_t timeout_us;
 } nr_py_bls_t;                                                                   /* <IIIIIIqQ */
+#define NR_PY_BLS_DECOUPLED 1u /* exec(decoupled=True): every response comes back (the reply's
+                                  arg: tag | NR_RESPONSE_* << 24; the last has FINAL) */
 
+/* The reply file's first NR_PY_REPLY_HEAD bytes: the count (uint64, written by the server
+ * after it has read each) of the stub's messages whose body lies in the shared file
+ * (NR_PY_BLS, NR_PY_RESPONSE) in this batch: when it equals the number the stub has written,
+ * the stub may write its next one where the first went (a long stream of responses reuses
+ * its room). Replies follow. */
+#define NR_PY_REPLY_HEAD 64
 #define NR_PY_ALIGN 64
 #define NR_PY_SHM_DEFAULT (1u << 20) /* Triton's shm-default-byte-size */
 #define NR_PY_MSG_MAX 65536          /* the largest inline message (header included) */

@@ -128,6 +128,8 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         st = nr_status_new(NR_INTERNAL, "memfd_create: %s", strerror(errno));
     if (st == NULL)
         st = nr_py_stub_reserve(s, NR_PY_SHM_DEFAULT);
+    if (st == NULL)
+        st = nr_py_stub_reserve_reply(s, NR_PY_REPLY_HEAD);
     if (st != NULL) {
         close(pair[1]);
         nr_py_stub_stop(s, 0);
@@ -358,7 +360,8 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             hdr->len = inline_len;
             return NULL;
         }
-        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS) {
+        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS ||
+            hdr->kind == NR_PY_RESPONSE) {
             if (hdr->off > SIZE_MAX - hdr->len)
                 return nr_status_new(NR_INTERNAL, "the Python stub of '%s' sent a bad message",
                                      s->name);

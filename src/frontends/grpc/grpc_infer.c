@@ -382,7 +382,7 @@ static void done(nr_req_t *req, void *arg)
 }
 
 nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t len,
-                                 nr_grpc_infer_t **out)
+                                 bool stream, nr_grpc_infer_t **out)
 {
     nr_grpc_infer_t *inf = nr_calloc(1, sizeof(*inf));
     inf->arena = nr_arena_init(ARENA_CHUNK);
@@ -406,6 +406,9 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     if (st != NULL)
         return st;
     nr_infer_init(&inf->base, core, m, inf);
+    if (!stream && m->cfg->decoupled) /* before the request is read, as Triton */
+        return nr_status_new(NR_UNSUPPORTED, "ModelInfer RPC doesn't support models with "
+                             "decoupled transaction policy");
     if (msg->id[0] != '\0')
         st = nr_req_set_id(inf->base.req, msg->id, strlen(msg->id));
     if (st == NULL && (st = parse_params(inf)) == NULL && (st = parse_inputs(inf)) == NULL)
@@ -413,10 +416,18 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     return st;
 }
 
+static void response(nr_req_t *req, const nr_status_t *err, unsigned flags, void *arg)
+{
+    nr_grpc_infer_t *inf = arg;
+    inf->on_response(inf, err, flags);
+}
+
 nr_status_t *nr_grpc_infer_submit(nr_grpc_infer_t *inf)
 {
     /* one thread serves every gRPC client: run here only what is quick */
     inf->base.req->inline_max_ns = NR_GRPC_INLINE_MAX_NS;
+    if (inf->on_response != NULL)
+        inf->base.req->on_response = response;
     return nr_infer_submit(&inf->base, done, inf);
 }
 
@@ -444,18 +455,18 @@ static void put_len_prefix(nr_buf_t *b, unsigned field, size_t len)
 #define RAW_OUTPUT_FIELD 6    /* ModelInferResponse.raw_output_contents */
 #define STREAM_INFER_FIELD 2  /* ModelStreamInferResponse.infer_response */
 
-/* triton_final_response = true in r's parameters, as Triton marks every
- * response of a non-decoupled model on a stream; f must outlive r. */
+/* triton_final_response in r's parameters, as Triton marks every response on a stream (true
+ * for every response of a non-decoupled model); f must outlive r. */
 typedef struct {
     Inference__ModelInferResponse__ParametersEntry e, *ep;
     Inference__InferParameter v;
 } final_param_t;
 
-static void set_final_response(Inference__ModelInferResponse *r, final_param_t *f)
+static void set_final_response(Inference__ModelInferResponse *r, final_param_t *f, bool final)
 {
     inference__infer_parameter__init(&f->v);
     f->v.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-    f->v.bool_param = 1;
+    f->v.bool_param = final;
     inference__model_infer_response__parameters_entry__init(&f->e);
     f->e.key = "triton_final_response";
     f->e.value = &f->v;
@@ -469,7 +480,8 @@ static void drop_hold(void *hold)
     nr_hold_unref(hold); /* gRPC has written it: the backend's buffer may go */
 }
 
-nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_buffer **out)
+nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, bool final,
+                                 grpc_byte_buffer **out)
 {
     *out = NULL;
     const nr_infer_out_t *outs;
@@ -484,9 +496,9 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     r.model_version = (char *)m->version_str;
     if (req->id != NULL)
         r.id = req->id;
-    final_param_t final;
+    final_param_t fp;
     if (stream)
-        set_final_response(&r, &final);
+        set_final_response(&r, &fp, final);
     Inference__ModelInferResponse__InferOutputTensor *ot = nr_calloc(n ? n : 1, sizeof(*ot));
     Inference__ModelInferResponse__InferOutputTensor **op = nr_calloc(n ? n : 1, sizeof(*op));
     size_t data_bytes = 0, raw_bytes = 0;
@@ -554,23 +566,11 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, grpc_byte_bu
     return NULL;
 }
 
-grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued,
-                                       const nr_status_t *st)
+static grpc_byte_buffer *stream_message(Inference__ModelInferResponse *r, const char *error)
 {
-    const Inference__ModelInferRequest *msg = inf ? inf->msg : NULL;
-    Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-    final_param_t final;
-    if (msg != NULL) {
-        r.id = msg->id;
-        if (issued) { /* as the request named them */
-            r.model_name = msg->model_name;
-            r.model_version = msg->model_version;
-            set_final_response(&r, &final);
-        }
-    }
     Inference__ModelStreamInferResponse sr = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
-    sr.error_message = (char *)nr_status_msg(st);
-    sr.infer_response = &r;
+    sr.error_message = (char *)error;
+    sr.infer_response = r;
     nr_buf_t b;
     nr_buf_init(&b);
     nr_grpc_pack(&sr.base, &b);
@@ -579,13 +579,41 @@ grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued,
     return bb;
 }
 
+grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued, bool final,
+                                       const nr_status_t *st)
+{
+    const Inference__ModelInferRequest *msg = inf ? inf->msg : NULL;
+    Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+    final_param_t fp;
+    if (msg != NULL) {
+        r.id = msg->id;
+        if (issued) { /* as the request named them */
+            r.model_name = msg->model_name;
+            r.model_version = msg->model_version;
+            set_final_response(&r, &fp, final);
+        }
+    }
+    return stream_message(&r, nr_status_msg(st));
+}
+
+grpc_byte_buffer *nr_grpc_stream_empty_final(const nr_grpc_infer_t *inf)
+{
+    Inference__ModelInferResponse r = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+    final_param_t fp;
+    r.id = inf->msg->id; /* as the request named them */
+    r.model_name = inf->msg->model_name;
+    r.model_version = inf->msg->model_version;
+    set_final_response(&r, &fp, true);
+    return stream_message(&r, "");
+}
+
 /* ---- unary ModelInfer ------------------------------------------------------------------ */
 
 static void unary_done(nr_grpc_infer_t *inf)
 {
     nr_grpc_call_t *c = inf->owner;
     grpc_byte_buffer *bb;
-    nr_status_t *st = nr_grpc_infer_reply(inf, false, &bb);
+    nr_status_t *st = nr_grpc_infer_reply(inf, false, true, &bb);
     nr_grpc_finish(c, bb, st, true);
     nr_grpc_infer_free(inf); /* the reply's slices hold what they point into */
 }
@@ -597,7 +625,7 @@ void nr_grpc_infer_start(nr_grpc_call_t *c)
     nr_grpc_infer_t *inf = NULL;
     if (st == NULL)
         st = nr_grpc_infer_parse(c->srv->core, GRPC_SLICE_START_PTR(in), GRPC_SLICE_LENGTH(in),
-                                 &inf);
+                                 false, &inf);
     grpc_slice_unref(in);
     grpc_byte_buffer_destroy(c->payload); /* everything was copied out of it */
     c->payload = NULL;

@@ -155,27 +155,35 @@ typedef struct nr_grpc_infer_s {
     nr_arena_t arena;             /* the unpacked message and converted inputs */
     Inference__ModelInferRequest *msg;
     void (*on_done)(struct nr_grpc_infer_s *inf); /* runs when the core is done */
+    /* a stream's: each response of a decoupled model (request.h, nr_req_response_fn) */
+    void (*on_response)(struct nr_grpc_infer_s *inf, const nr_status_t *err, unsigned flags);
     void *owner;                  /* the unary call or the stream entry */
 } nr_grpc_infer_t;
 
 /* Parses a serialized ModelInferRequest into a new request (*out, also on
  * error: the stream's error reply needs its id). Triton's order: version,
- * model, parameters, inputs, outputs. Not submitted. */
+ * model, parameters, inputs, outputs. Not submitted. Outside a `stream`, a decoupled model
+ * is refused once found (UNIMPLEMENTED, Triton's text). */
 NR_MUST_CHECK nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data,
-                                               size_t len, nr_grpc_infer_t **out);
+                                               size_t len, bool stream, nr_grpc_infer_t **out);
 /* Submits a parsed request; inf->on_done(inf) runs when it finished. */
 NR_MUST_CHECK nr_status_t *nr_grpc_infer_submit(nr_grpc_infer_t *inf);
 /* The serialized reply for a finished request: a ModelInferResponse, or a
- * ModelStreamInferResponse carrying it with triton_final_response when
- * `stream`. Large raw outputs are slices over the backend's buffers, each
- * holding the buffer (nr_hold_t): inf may be freed once this returns. */
-NR_MUST_CHECK nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream,
+ * ModelStreamInferResponse carrying it with triton_final_response = `final` when
+ * `stream` (a decoupled model's response: the outputs the request holds now). Large raw
+ * outputs are slices over the backend's buffers, each holding the buffer (nr_hold_t): inf
+ * may be freed once this returns. */
+NR_MUST_CHECK nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, bool final,
                                                grpc_byte_buffer **out);
 /* A ModelStreamInferResponse carrying an error (Triton's layout: the id, and
  * after the request reached the core also its model name, version and
- * triton_final_response). inf may be NULL. */
-grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued,
+ * triton_final_response = final). inf may be NULL. */
+grpc_byte_buffer *nr_grpc_stream_error(const nr_grpc_infer_t *inf, bool issued, bool final,
                                        const nr_status_t *st);
+/* The empty final response a decoupled model's end without a response becomes when the
+ * request asked for it (triton_enable_empty_final_response): id, model and version as the
+ * request named them, triton_final_response = true, no outputs. */
+grpc_byte_buffer *nr_grpc_stream_empty_final(const nr_grpc_infer_t *inf);
 void nr_grpc_infer_free(nr_grpc_infer_t *inf);
 /* A request parameter checked by the rules of Triton's gRPC frontend (its texts for a wrong
  * type, a negative priority, a reserved triton_* key), then given to the core

@@ -2,13 +2,16 @@
  * and reads one response per request, several in flight at once. As in
  * Triton (stream_infer_handler.cc):
  *   - responses go out in request order, errors included (a request that
- *     finishes early waits for the ones before it);
+ *     finishes early waits for the ones before it; the responses of a decoupled
+ *     model's request wait for every response of the requests before it);
  *   - an error is a ModelStreamInferResponse with error_message set and the
  *     stream goes on: before the request reached a model only the id is
  *     echoed, after it also the model name and version as sent and
  *     triton_final_response;
- *   - every response carries triton_final_response: true (no model here is
- *     decoupled);
+ *   - every response carries triton_final_response: true for a non-decoupled model; a
+ *     decoupled model's responses go out as it sends them (false on all but the last), and
+ *     its end without a response becomes an empty final response only when the request
+ *     asked for one (triton_enable_empty_final_response);
  *   - once the client half-closes and the last response is written, the
  *     call ends with OK (CANCELLED when a write failed).
  *
@@ -40,11 +43,18 @@
 
 typedef struct stream_s stream_t;
 
-/* One request of the stream, from its arrival to its response leaving. */
+/* A response ready to be written. */
+typedef struct msg_s {
+    struct msg_s *next;
+    grpc_byte_buffer *bb;
+} msg_t;
+
+/* One request of the stream, from its arrival to its last response leaving. */
 typedef struct entry_s {
     struct entry_s *next;
     stream_t *s;
-    grpc_byte_buffer *msg; /* the response once ready */
+    msg_t *first, *last; /* its responses ready to go, in order */
+    bool finished;       /* the last of them is among them (or it ends without one) */
 } entry_t;
 
 struct stream_s {
@@ -65,15 +75,35 @@ struct stream_s {
     grpc_slice details;
 };
 
+/* The entry's next response, taken off its list (NULL: none ready). */
+static grpc_byte_buffer *take_msg(entry_t *e)
+{
+    msg_t *m = e->first;
+    if (m == NULL)
+        return NULL;
+    e->first = m->next;
+    if (e->first == NULL)
+        e->last = NULL;
+    grpc_byte_buffer *bb = m->bb;
+    free(m);
+    return bb;
+}
+
+static void free_entry(entry_t *e)
+{
+    grpc_byte_buffer *bb;
+    while ((bb = take_msg(e)) != NULL)
+        grpc_byte_buffer_destroy(bb);
+    free(e);
+}
+
 static void stream_unref(stream_t *s)
 {
     if (atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     for (entry_t *e = s->head, *next; e != NULL; e = next) {
         next = e->next;
-        if (e->msg != NULL)
-            grpc_byte_buffer_destroy(e->msg);
-        free(e);
+        free_entry(e);
     }
     if (s->sent != NULL)
         grpc_byte_buffer_destroy(s->sent);
@@ -122,25 +152,27 @@ static next_t next_locked(stream_t *s)
     next_t n = {NULL, false, true};
     if (s->sending || s->status_sent || s->handling)
         return n; /* on_send, or on_recv once it has handled its message, comes back */
-    if (s->failed) { /* nothing more is written; drop what is ready */
-        while (s->head != NULL && s->head->msg != NULL) {
-            entry_t *e = s->head;
-            s->head = e->next;
-            grpc_byte_buffer_destroy(e->msg);
-            free(e);
-        }
-        if (s->head == NULL)
-            s->tail = NULL;
-    } else if (s->head != NULL && s->head->msg != NULL) {
+    while (s->head != NULL) {
         entry_t *e = s->head;
-        s->head = e->next;
-        if (s->head == NULL)
-            s->tail = NULL;
-        n.send = e->msg;
-        free(e);
-        s->sending = true;
-        s->sent = n.send;
-        return n;
+        grpc_byte_buffer *bb = take_msg(e);
+        if (bb != NULL && s->failed) { /* nothing more is written; drop what is ready */
+            grpc_byte_buffer_destroy(bb);
+            continue;
+        }
+        if (bb == NULL && e->finished) { /* all its responses have left */
+            s->head = e->next;
+            if (s->head == NULL)
+                s->tail = NULL;
+            free(e);
+            continue;
+        }
+        if (bb != NULL) {
+            n.send = bb;
+            s->sending = true;
+            s->sent = bb;
+            return n;
+        }
+        break; /* the head's next response is not ready */
     }
     if (s->head == NULL && s->read_done) {
         s->status_sent = true;
@@ -193,29 +225,69 @@ static void pump(stream_t *s)
     run_next(s, n);
 }
 
-/* The response of entry e is ready. */
-static void complete(entry_t *e, grpc_byte_buffer *msg)
+/* A response of entry e is ready (msg NULL: none, only the end); `last`: e has no more. */
+static void complete(entry_t *e, grpc_byte_buffer *msg, bool last)
 {
     stream_t *s = e->s;
+    msg_t *m = NULL;
+    if (msg != NULL) {
+        m = nr_malloc(sizeof(*m));
+        *m = (msg_t){NULL, msg};
+    }
     pthread_mutex_lock(&s->mu);
-    e->msg = msg;
+    if (m != NULL) {
+        if (e->last != NULL)
+            e->last->next = m;
+        else
+            e->first = m;
+        e->last = m;
+    }
+    e->finished = last;
     next_t n = next_locked(s);
     pthread_mutex_unlock(&s->mu);
     run_next(s, n);
-    stream_unref(s); /* the request's reference */
+    if (last)
+        stream_unref(s); /* the request's reference */
+}
+
+/* A decoupled model's response: out now, in the request's place (responses leave in request
+ * order, as every response of the stream does). */
+static void request_response(nr_grpc_infer_t *inf, const nr_status_t *err, unsigned flags)
+{
+    bool final = flags & NR_RESPONSE_FINAL;
+    grpc_byte_buffer *bb = NULL;
+    if (err != NULL) {
+        bb = nr_grpc_stream_error(inf, true, final, err);
+    } else if (flags & NR_RESPONSE_NONE) {
+        if (final && inf->base.empty_final)
+            bb = nr_grpc_stream_empty_final(inf);
+    } else {
+        nr_status_t *st = nr_grpc_infer_reply(inf, true, final, &bb);
+        if (st != NULL) {
+            bb = nr_grpc_stream_error(inf, true, final, st);
+            nr_status_free(st);
+        }
+    }
+    if (bb != NULL)
+        complete(inf->owner, bb, false);
 }
 
 static void request_done(nr_grpc_infer_t *inf)
 {
     entry_t *e = inf->owner;
-    grpc_byte_buffer *bb;
-    nr_status_t *st = nr_grpc_infer_reply(inf, true, &bb);
-    if (st != NULL) {
-        bb = nr_grpc_stream_error(inf, true, st);
-        nr_status_free(st);
-    }
+    grpc_byte_buffer *bb = NULL;
+    const nr_req_t *req = inf->base.req;
+    if (!inf->base.model->cfg->decoupled) {
+        nr_status_t *st = nr_grpc_infer_reply(inf, true, true, &bb);
+        if (st != NULL) {
+            bb = nr_grpc_stream_error(inf, true, true, st);
+            nr_status_free(st);
+        }
+    } else if (req->status != NULL) { /* it failed before its last response */
+        bb = nr_grpc_stream_error(inf, true, true, req->status);
+    } /* else: its responses have gone out through request_response */
     nr_grpc_infer_free(inf);
-    complete(e, bb);
+    complete(e, bb, true);
 }
 
 /* A request arrived: queue its place in the response order and submit it. */
@@ -237,20 +309,21 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
     nr_grpc_infer_t *inf = NULL;
     if (st == NULL)
         st = nr_grpc_infer_parse(s->c->srv->core, GRPC_SLICE_START_PTR(in),
-                                 GRPC_SLICE_LENGTH(in), &inf);
+                                 GRPC_SLICE_LENGTH(in), true, &inf);
     grpc_slice_unref(in);
     if (st == NULL) {
         inf->owner = e;
         inf->on_done = request_done;
+        inf->on_response = request_response;
         inf->base.req->cancelled = &s->gone; /* the stream outlives its requests (refs) */
         st = nr_grpc_infer_submit(inf);
         if (st == NULL)
             return; /* request_done completes it, maybe already has */
     }
-    grpc_byte_buffer *bb = nr_grpc_stream_error(inf, false, st);
+    grpc_byte_buffer *bb = nr_grpc_stream_error(inf, false, true, st);
     nr_status_free(st);
     nr_grpc_infer_free(inf);
-    complete(e, bb);
+    complete(e, bb, true);
 }
 
 /* What the last read delivered: a message, or NULL once the client half-closed
@@ -273,8 +346,8 @@ static void received(stream_t *s, grpc_byte_buffer *payload)
     grpc_byte_buffer *with_read = NULL;
     entry_t *e = s->head;
     if (!s->sending && !s->status_sent && !s->failed && e != NULL && e->next == NULL &&
-        e->msg != NULL) {
-        with_read = e->msg;
+        e->finished && e->first != NULL && e->first == e->last) {
+        with_read = take_msg(e);
         s->head = s->tail = NULL;
         free(e);
         s->sending = true;

@@ -717,6 +717,11 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         return; /* a pool thread runs it and wakes the connection */
     nr_model_t *m = NULL;
     nr_status_t *st = nr_kserve_model(s->core, q->model, q->model_len, q->version, &m);
+    if (st == NULL && m->cfg->decoupled) { /* 501, as Triton */
+        nr_model_release(m);
+        st = nr_status_new(NR_UNSUPPORTED, "HTTP end point doesn't support models with "
+                           "decoupled transaction policy");
+    }
     if (st != NULL) {
         nr_http_error(r, st);
         return;

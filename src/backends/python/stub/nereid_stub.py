@@ -26,6 +26,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import traceback
 import types
 
@@ -34,6 +35,8 @@ SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
 # message kinds (py_wire.h)
 MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
 MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG, MSG_BLS = 10, 11, 12, 13, 14, 15
+MSG_RESPONSE = 16
+FLAG_FINAL, FLAG_NONE = 1, 2            # a sender's response: the last; no response, the end
 
 HDR = struct.Struct("<IIQQ")
 BATCH = struct.Struct("<II")            # n_requests, 0
@@ -44,8 +47,10 @@ RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_
 LOGHDR = struct.Struct("<II")           # level, line
 BLS = struct.Struct("<IIIIIIqQ")        # name_len, n_inputs, n_want, id_len, want_len, 0,
                                         # version, timeout_us
+COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read
 ALIGN = 64
 GROWTH = 1 << 20
+BACKLOG = 8 << 20                       # bytes of messages the server has not read yet
 
 
 def pad8(n):
@@ -96,10 +101,18 @@ class Stub:
         self.alloc_lock = threading.Lock()    # cursor and the shared file's growth
         self.tag = 0
         self.cv = threading.Condition()       # replies, reading
-        self.replies = {}                     # tag -> (offset, length) in the reply file
+        self.replies = {}                     # tag -> [(offset, length, flags)], reply file
         self.reading = False                  # one waiting thread reads the socket at a time
         self.rmm = None
         self.rmm_size = 0
+        self.batch_end = 0                    # where the batch the server wrote ends
+        self.allocs = 0                       # messages written for the server in this batch
+        # response senders (decoupled models; the default mode's sender)
+        self.decoupled = False
+        self.sender_cv = threading.Condition()
+        self.senders = []                     # this batch's senders that have sent
+        self.batch_id = None
+        self.open = 0                         # this batch's requests without their final flag
 
     # ---- control messages ----------------------------------------------------------------
     def send(self, kind, arg=0, off=0, length=0, body=b""):
@@ -132,10 +145,6 @@ class Stub:
         pb = self.pb
         if not self.executing:
             raise pb.TritonModelException("BLS is only supported during the 'execute' function.")
-        if decoupled:
-            return pb.InferenceResponse(error=pb.TritonError(
-                "nereid does not run decoupled requests from Python models yet",
-                pb.TritonError.UNSUPPORTED))
         name = str(request.model_name()).encode()
         rid = str(request.request_id()).encode()
         want = b"\0".join(str(n).encode() for n in request.requested_output_names())
@@ -156,14 +165,12 @@ class Stub:
         strings = len(name) + len(rid) + len(want)
         head = BLS.size + pad8(strings)
         with self.alloc_lock:
-            base = self.cursor
-            mm = self.reserve(base + head + room + ALIGN)
-            self.cursor = align(base + head + room + ALIGN)
-            self.tag += 1
+            base, mm = self.alloc(head + room + ALIGN)
+            self.tag = (self.tag + 1) & 0xffffff
             tag = self.tag
             BLS.pack_into(mm, base, len(name), len(ins), len(request.requested_output_names()),
-                          len(rid), len(want), 0, int(request.model_version()),
-                          int(request.timeout()))
+                          len(rid), len(want), 1 if decoupled else 0,
+                          int(request.model_version()), int(request.timeout()))
             p = base + BLS.size
             for b in (name, rid, want):
                 mm[p:p + len(b)] = b
@@ -184,17 +191,28 @@ class Stub:
                     pb.np.ndarray(shape, data.dtype, mm, d)[...] = data
                 d = align(d + nbytes)
         self.send(MSG_BLS, tag, base, d - base)
-        off, length = self.wait_reply(tag)
+        if decoupled:
+            return self.responses(tag)
+        off, length, _ = self.wait_reply(tag)
         return self.decode_reply(off, length)
 
+    def responses(self, tag):
+        """exec(decoupled=True)'s iterator: every response of request `tag` as it comes, the
+        last one included (an empty one when the model ended without a response)."""
+        while True:
+            off, length, flags = self.wait_reply(tag)
+            yield self.decode_reply(off, length)
+            if flags & FLAG_FINAL:
+                return
+
     def wait_reply(self, tag):
-        """The reply to request `tag`. Of the threads waiting, one reads the socket and hands
-        each reply to its owner."""
+        """The next reply to request `tag`: offset, length, flags. Of the threads waiting, one
+        reads the socket and hands each reply to its owner."""
         with self.cv:
-            while tag not in self.replies and self.reading:
+            while not self.replies.get(tag) and self.reading:
                 self.cv.wait()
-            if tag in self.replies:
-                return self.replies.pop(tag)
+            if self.replies.get(tag):
+                return self.replies[tag].pop(0)
             self.reading = True
         try:
             while True:
@@ -204,24 +222,28 @@ class Stub:
                 kind, arg, off, length = HDR.unpack_from(msg)
                 if kind != MSG_BLS_REPLY:
                     continue
+                if arg & 0xffffff == tag:
+                    return off, length, arg >> 24
                 with self.cv:
-                    if arg == tag:
-                        return off, length
-                    self.replies[arg] = (off, length)
+                    self.replies.setdefault(arg & 0xffffff, []).append((off, length, arg >> 24))
                     self.cv.notify_all()
         finally:
             with self.cv:
                 self.reading = False
                 self.cv.notify_all()
 
+    def reply_view(self, end):
+        """The reply file mapped at least up to `end` (the server grows it)."""
+        if self.rmm is None or end > self.rmm_size:
+            self.rmm_size = os.fstat(REPLY_FD).st_size
+            self.rmm = mmap.mmap(REPLY_FD, self.rmm_size)
+        return self.rmm
+
     def decode_reply(self, off, length):
         """An InferenceResponse from the reply file; its arrays are copies (the file is reused)."""
         pb = self.pb
         np = pb.np
-        if self.rmm is None or off + length > self.rmm_size:
-            self.rmm_size = os.fstat(REPLY_FD).st_size
-            self.rmm = mmap.mmap(REPLY_FD, self.rmm_size)
-        mm = self.rmm
+        mm = self.reply_view(off + length)
         code, n_out, err_len, _ = RESP.unpack_from(mm, off)
         p = off + RESP.size
         if code >= 0:
@@ -255,6 +277,25 @@ class Stub:
             self.mm = mmap.mmap(SHM_FD, size)  # the old map lives on while arrays view it
             self.mm_size = size
         return self.mm
+
+    def alloc(self, size):
+        """Room for one message the server reads during the batch (a request to another model,
+        a sender's response); alloc_lock held. Once the server has read every one written so
+        far (its count in the reply file's head), the next goes where the first went; while
+        more than BACKLOG bytes wait to be read, the writer waits (a model streaming faster
+        than its client reads is slowed down instead of growing the file)."""
+        while self.allocs:
+            if self.allocs == COUNT.unpack_from(self.reply_view(COUNT.size), 0)[0]:
+                self.cursor = self.batch_end
+                break
+            if self.cursor + size - self.batch_end <= BACKLOG:
+                break
+            time.sleep(0.0002)  # the server is behind: it catches up within a few messages
+        base = self.cursor
+        mm = self.reserve(base + size)
+        self.cursor = align(base + size)
+        self.allocs += 1
+        return base, mm
 
     def reserve(self, end):
         """Room up to `end` for an answer: the shared file grows (in GROWTH steps) when needed."""
@@ -305,6 +346,7 @@ class Stub:
         self.inputs = [(i["name"], pb.triton_string_to_numpy(i.get("data_type", "TYPE_INVALID")))
                        for i in self.config.get("input", [])]
         self.outputs = [o["name"] for o in self.config.get("output", [])]
+        self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         try:
             cls = self.import_model(init["model_path"])
             self.model = cls()
@@ -357,6 +399,7 @@ class Stub:
     # ---- one batch -----------------------------------------------------------------------
     def decode(self, off, length):
         pb = self.pb
+        self.batch_id = object()  # what tells this batch's requests from an earlier one's
         mm = self.view(off + length)
         n, _ = BATCH.unpack_from(mm, off)
         p = off + BATCH.size
@@ -393,16 +436,15 @@ class Stub:
                 tensors.append(t)
             r = pb.InferenceRequest(inputs=tensors, request_id=rid, correlation_id=corr,
                                     flags=flags, parameters=params)
+            r._index, r._batch = len(reqs), self.batch_id
             r._want = {self.outputs[i] for i in want}
             r._model_name = self.config.get("name", "")
             reqs.append(r)
         return reqs
 
-    def encode(self, base, reqs, resps):
-        """Writes the responses at `base`; returns the length written."""
+    def plan(self, reqs, resps):
+        """What each response sends, and the room they need."""
         pb = self.pb
-        np = pb.np
-        # first pass: what each response sends, and the room it needs
         plan, room = [], BATCH.size
         for req, resp in zip(reqs, resps):
             err = resp.error() if resp.has_error() else None
@@ -435,7 +477,11 @@ class Stub:
                     room += TENSOR.size + pad8(len(name)) + 8 * arr.ndim + ALIGN + nbytes
             plan.append((err, etext, params, outs))
             room += RESP.size + pad8(len(etext) + len(params))
-        mm = self.reserve(base + room + ALIGN)
+        return plan, room + ALIGN
+
+    def write(self, base, mm, plan):
+        """Writes planned responses at `base`; returns the length written."""
+        np = self.pb.np
         p = base + BATCH.size
         BATCH.pack_into(mm, base, len(plan), 0)
         tensors = []
@@ -468,19 +514,45 @@ class Stub:
 
     def on_execute(self, off, length):
         pb = self.pb
-        self.cursor = align(off + length)
+        self.cursor = self.batch_end = align(off + length)
+        self.allocs = 0
         try:
             reqs = self.decode(off, length)
         except BaseException as e:  # noqa: B036
             self.send_error("nereid: malformed batch: " + error_text(e))
             return
+        with self.sender_cv:
+            self.senders = []
+            self.open = len(reqs)
+        with self.cv:
+            self.replies.clear()  # what the last batch's requests never read
         self.executing = True
         try:
             resps = self.model.execute(reqs)
             if asyncio.iscoroutine(resps):
                 resps = self.run_coroutine(resps)
-            # Triton takes None (and None items) as "answered through a response sender";
-            # nereid has no response sender yet, so they would leave clients waiting forever
+            if resps is None:  # answered through the requests' response senders
+                if not self.decoupled:
+                    # Triton leaves a request whose sender was never asked for waiting forever;
+                    # nereid answers it with the error a None return had before senders existed
+                    # (a decoupled model may still ask for it later, from another thread)
+                    text = self.execute_error("Expected a list in the execute return, found "
+                                              "type '<class 'NoneType'>'.")
+                    for r in reqs:
+                        if r._sender is None:
+                            r.get_response_sender().send(
+                                pb.InferenceResponse(error=pb.TritonError(text)),
+                                flags=FLAG_FINAL)
+                self.send(MSG_OK)
+                with self.sender_cv:
+                    while self.open > 0:
+                        self.sender_cv.wait()
+                self.close_senders()
+                self.executing = False
+                return
+            if self.decoupled:
+                raise ModelError("Python model '%s' is using the decoupled mode and the execute "
+                                 "function must return None." % self.name)
             if not isinstance(resps, list):
                 raise ModelError("Expected a list in the execute return, found type '" +
                                  str(type(resps)) + "'.")
@@ -494,19 +566,82 @@ class Stub:
                     raise ModelError(
                         "Expected an 'InferenceResponse' object in the execute function return "
                         "list, found type '" + str(type(r)) + "'.")
+            if self.close_senders():
+                raise ModelError("a response was sent through a response sender and returned "
+                                 "by execute too")
+            plan, room = self.plan(reqs, resps)
             with self.alloc_lock:
                 self.executing = False
                 base = self.cursor
-                n = self.encode(base, reqs, resps)
+                n = self.write(base, self.reserve(base + room), plan)
         except ModelError as e:
+            self.close_senders()
             self.executing = False
             self.send_error(self.execute_error(str(e)))
             return
         except BaseException as e:  # noqa: B036
+            self.close_senders()
             self.executing = False
             self.send_error(self.execute_error(error_text(e)))
             return
         self.send(MSG_RESPONSES, 0, base, n)
+
+    # ---- response senders ----------------------------------------------------------------
+    def close_senders(self):
+        """Closes this batch's senders (its end, or its failure: the server answers every
+        request without its final flag with the error); whether any had sent a response."""
+        with self.sender_cv:
+            sent = any(x._sent for x in self.senders)
+            for x in self.senders:
+                x._closed = True
+            self.senders = []
+            self.open = 0
+            self.batch_id = None  # the senders never used are closed too
+            return sent
+
+    def sender_send(self, sender, response, flags):
+        """InferenceResponseSender.send: one response (or only the final flag) of its request
+        to the server at once, in the order the model sends them (Triton's texts for misuse)."""
+        pb = self.pb
+        if flags not in (0, FLAG_FINAL):
+            raise pb.TritonModelException("Unable to send response. Unsupported flag provided.")
+        if response is None and flags == 0:
+            raise pb.TritonModelException("Inference Response object must be provided when the "
+                                          "response flags is set to zero.")
+        if response is not None and not isinstance(response, pb.InferenceResponse):
+            raise pb.TritonModelException("Expected an 'InferenceResponse' object, found type '"
+                                          + str(type(response)) + "'.")
+        req = sender._request
+        with self.sender_cv:
+            if sender._closed or req._batch is not self.batch_id:
+                raise pb.TritonModelException(
+                    "Unable to send response. Response sender has been closed.")
+            if not self.decoupled:
+                if response is not None and sender._sent:
+                    raise pb.TritonModelException("Unable to send response. Non-decoupled model "
+                                                  "cannot send more than one response.")
+                if response is None and not sender._sent:
+                    raise pb.TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete "
+                        "final before sending a response.")
+            if response is None:
+                self.send(MSG_RESPONSE, req._index | (FLAG_FINAL | FLAG_NONE) << 24)
+            else:
+                if not sender._sent:
+                    self.senders.append(sender)
+                try:
+                    plan, room = self.plan([req], [response])
+                except ModelError as e:
+                    raise pb.TritonModelException(str(e)) from None
+                with self.alloc_lock:
+                    base, mm = self.alloc(room)
+                    n = self.write(base, mm, plan)
+                self.send(MSG_RESPONSE, req._index | flags << 24, base, n)
+                sender._sent = True
+            if flags & FLAG_FINAL:
+                sender._closed = True
+                self.open -= 1
+                self.sender_cv.notify_all()
 
     def execute_error(self, text):
         # Triton 2.51's wording (the instance's name after "model")

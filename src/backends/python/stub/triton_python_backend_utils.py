@@ -260,6 +260,8 @@ class InferenceRequest:
             parameters = json.dumps(parameters)
         self._parameters = parameters
         self._cancelled = False
+        self._index = None   # its place in the batch, for a request the server handed over
+        self._sender = None
 
     def inputs(self):
         return self._inputs
@@ -295,8 +297,14 @@ class InferenceRequest:
         raise TritonModelException("request rescheduling is not supported by nereid yet")
 
     def get_response_sender(self):
-        raise TritonModelException(
-            "get_response_sender: decoupled models are not supported by nereid yet")
+        """The request's InferenceResponseSender (the same one on every call): a decoupled
+        model sends any number of responses through it, then the final flag; a default-mode
+        model one response and the final flag, returning None from execute."""
+        if self._index is None:
+            raise TritonModelException("a request made by the model has no response sender")
+        if self._sender is None:
+            self._sender = InferenceResponseSender(self)
+        return self._sender
 
     def exec(self, decoupled=False):
         """Runs this request on model_name and returns its InferenceResponse (an error in it
@@ -308,6 +316,23 @@ class InferenceRequest:
         import asyncio
         return await asyncio.get_running_loop().run_in_executor(
             None, _stub.bls_exec, self, decoupled)
+
+
+class InferenceResponseSender:
+    """Sends the responses of one request the server handed to execute."""
+
+    def __init__(self, request):
+        self._request = request
+        self._sent = False    # a response has gone
+        self._closed = False  # the final flag has gone (or the batch failed)
+
+    def send(self, response=None, flags=0):
+        """Sends `response` (None: none, with flags TRITONSERVER_RESPONSE_COMPLETE_FINAL) to
+        the client at once; after the final flag the sender is closed."""
+        _stub.sender_send(self, response, flags)
+
+    def is_cancelled(self):
+        return False
 
 
 # ---- model configuration ------------------------------------------------------------------------
