@@ -35,6 +35,8 @@ typedef struct {
     uint64_t batch_size;  /* this request's batch (dims[0]); 1 when max_batch_size == 0 */
     nr_status_t *status;  /* the backend sets this on a failure of this request alone */
     const char *id;       /* the request's id; NULL or "" when it has none */
+    const char *params;   /* its custom parameters as a JSON object; NULL when it has none */
+    size_t params_len;
 } nr_batch_item_t;
 
 typedef struct {
@@ -58,6 +60,8 @@ typedef struct {
     const char *const *outputs; /* requested output names; none = all */
     size_t n_outputs;
     uint64_t timeout_us;        /* 0: none */
+    const char *params;         /* custom parameters, a JSON object's text; NULL: none */
+    size_t params_len;
     /* NULL: a decoupled model refuses the request. Else each response of a decoupled model
      * (outputs as for done, or err; flags NR_RESPONSE_*), on the thread executing it, before
      * done; done then carries only an error (or no outputs at all) */
@@ -91,6 +95,9 @@ typedef struct {
      * (a backend that never calls respond, onnxruntime's, answers each request once).
      * Context: the thread running execute, during the call, for items of that batch. */
     void (*respond)(void *ctx, nr_batch_item_t *item, const nr_status_t *err, unsigned flags);
+    /* Whether the item's client has gone (a cancelled gRPC stream, a C API cancel): the model
+     * may stop working on it. Context: the thread running execute, for items of that batch. */
+    bool (*is_cancelled)(void *ctx, const nr_batch_item_t *item);
     void *ctx;
 } nr_host_t;
 

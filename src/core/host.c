@@ -60,6 +60,8 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
     nr_req_t *req = nr_req_new(m);
     if (r->id != NULL && r->id[0] != '\0')
         st = nr_req_set_id(req, r->id, strlen(r->id));
+    if (r->params_len > 2 && r->params[0] == '{' && r->params[r->params_len - 1] == '}')
+        nr_buf_append(&req->params, r->params, r->params_len - 1); /* validation closes it */
     for (size_t i = 0; st == NULL && i < r->n_inputs; i++) {
         const nr_tensor_t *t = &r->inputs[i];
         st = nr_req_add_input(req, t->name, strlen(t->name), t->dtype, t->dims, t->ndim, t->data,
@@ -87,9 +89,16 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
 }
 
 /* The request an item belongs to (request.h: the item lives inside it). */
-static nr_req_t *item_req(nr_batch_item_t *item)
+static nr_req_t *item_req(const nr_batch_item_t *item)
 {
     return (nr_req_t *)((char *)item - offsetof(nr_req_t, item));
+}
+
+static bool host_is_cancelled(void *ctx, const nr_batch_item_t *item)
+{
+    (void)ctx;
+    const nr_req_t *req = item_req(item);
+    return req->cancelled != NULL && atomic_load(req->cancelled);
 }
 
 static void host_respond(void *ctx, nr_batch_item_t *item, const nr_status_t *err,
@@ -103,5 +112,6 @@ void nr_host_bind(nr_model_t *m)
 {
     m->host.infer = host_infer;
     m->host.respond = host_respond;
+    m->host.is_cancelled = host_is_cancelled;
     m->host.ctx = m;
 }

@@ -4,6 +4,8 @@
 #include "../common/alloc.h"
 #include "classify.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +68,33 @@ void nr_infer_param(nr_infer_t *inf, const nr_param_t *p)
         req->timeout_us = uint_value(p);
     } else if (nr_param_is(p, "triton_enable_empty_final_response")) {
         inf->empty_final = p->type == NR_PARAM_BOOL && p->v.b;
+    } else if (!nr_param_is(p, "sequence_id") && !nr_param_is(p, "sequence_start") &&
+               !nr_param_is(p, "sequence_end")) { /* a custom key: the backend's */
+        char num[32];
+        nr_buf_t str;
+        const char *v = num;
+        int n = 0;
+        nr_buf_init(&str);
+        switch (p->type) {
+        case NR_PARAM_BOOL: v = p->v.b ? "true" : "false"; n = (int)strlen(v); break;
+        case NR_PARAM_INT64: n = snprintf(num, sizeof(num), "%" PRId64, p->v.i); break;
+        case NR_PARAM_UINT64: n = snprintf(num, sizeof(num), "%" PRIu64, p->v.u); break;
+        case NR_PARAM_DOUBLE: /* JSON has no NaN nor infinities */
+            n = isfinite(p->v.d) ? snprintf(num, sizeof(num), "%.17g", p->v.d) : 0;
+            if (n == 0)
+                v = "null", n = 4;
+            break;
+        case NR_PARAM_STRING:
+            nr_buf_json_str(&str, p->v.s.p, p->v.s.n);
+            v = str.data, n = (int)str.len;
+            break;
+        default: v = "null", n = 4; break;
+        }
+        nr_req_add_param(req, p->key, p->key_len, v, (size_t)n);
+        nr_buf_free(&str);
     }
     /* sequence_id, sequence_start, sequence_end: nereid has no sequence batcher, and Triton
-     * ignores them too for a model without one; custom keys: no backend reads them */
+     * ignores them too for a model without one */
 }
 
 /* ---- inputs and outputs ------------------------------------------------------------ */

@@ -68,9 +68,9 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf);
  * (each frontend's Triton texts for a wrong type or a reserved triton_* key): priority and
  * timeout, which must then be NR_PARAM_UINT64 or NR_PARAM_INT64 (a negative timeout is
  * none, as Triton takes it), are applied to the request; triton_enable_empty_final_response
- * (bool) sets empty_final; sequence_id, sequence_start,
- * sequence_end and custom keys are kept by nobody (no sequence batcher, no backend reads
- * them). */
+ * (bool) sets empty_final; custom keys go to the request's JSON parameters (nr_req_add_param)
+ * for the backend; sequence_id, sequence_start, sequence_end are kept by nobody (no sequence
+ * batcher). */
 void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);
 
 /* ---- inputs and outputs ------------------------------------------------------------ */

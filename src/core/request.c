@@ -152,6 +152,7 @@ void nr_req_free(nr_req_t *req)
     nr_strmap_free(&req->extra_index);
     nr_status_free(req->status);
     free(req->id);
+    nr_buf_free(&req->params);
     free(req->order);
     free(req); /* and its arrays, allocated with it */
 }
@@ -380,7 +381,21 @@ nr_status_t *nr_req_validate(nr_req_t *req)
     req->item.batch_size = req->batch_size;
     req->item.status = NULL;
     req->item.id = req->id;
+    if (req->params.len > 0 && req->item.params == NULL) {
+        nr_buf_putc(&req->params, '}');
+        req->item.params = req->params.data;
+        req->item.params_len = req->params.len;
+    }
     return NULL;
+}
+
+void nr_req_add_param(nr_req_t *req, const char *key, size_t key_len, const char *value,
+                      size_t value_len)
+{
+    nr_buf_putc(&req->params, req->params.len == 0 ? '{' : ',');
+    nr_buf_json_str(&req->params, key, key_len);
+    nr_buf_putc(&req->params, ':');
+    nr_buf_append(&req->params, value, value_len);
 }
 
 void nr_req_respond(nr_req_t *req, const nr_status_t *err, unsigned flags)

@@ -21,6 +21,7 @@
 #define NR_REQUEST_H
 
 #include "../backends/backend.h"
+#include "../common/buf.h"
 #include "../common/clock.h"
 #include "../common/debug.h"
 #include "../common/strmap.h"
@@ -62,6 +63,10 @@ struct nr_req_s {
     nr_batch_item_t item; /* the backend's view of this request */
     uint64_t batch_size;
     uint32_t priority;   /* request parameter "priority": 0 = the model's default level */
+    /* the parameters the server does not consume (custom keys), as a JSON object for backends
+     * (Triton's request parameters, request.parameters() in a Python model): members while
+     * they are added, closed by validation; empty when none */
+    nr_buf_t params;
     uint64_t timeout_us; /* request parameter "timeout" (us): 0 = none */
     /* set by the scheduler at enqueue, under its lock */
     uint32_t level;       /* priority-level queue index (0 = highest) */
@@ -101,6 +106,9 @@ NR_MUST_CHECK nr_status_t *nr_req_add_input(nr_req_t *req, const char *name, siz
 /* Unknown output -> "unexpected inference output 'X' for model 'm'". A name
  * given twice is reported once. */
 NR_MUST_CHECK nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, size_t name_len);
+/* Adds a custom parameter: `value` is its JSON text (a number, true/false, a quoted string). */
+void nr_req_add_param(nr_req_t *req, const char *key, size_t key_len, const char *value,
+                      size_t value_len);
 /* The request's id (copied); UNAVAILABLE when the copy cannot be had. */
 NR_MUST_CHECK nr_status_t *nr_req_set_id(nr_req_t *req, const char *id, size_t len);
 /* Config index of the input named so, or -1. */

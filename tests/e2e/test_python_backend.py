@@ -295,6 +295,23 @@ def test_initialize_args_and_request_fields(server):
     assert "model.py:" in server.log and "introspect initialized as introspect_0" in server.log
 
 
+def test_request_parameters_reach_the_model(server):
+    """request.parameters() is the request's custom parameters as JSON (string, int, bool and,
+    over gRPC, double), over both protocols; what the server consumes itself (priority,
+    timeout, sequence flags, binary_data_output) is not among them."""
+    custom = {"temperature_name": "hot \"x\"", "max_tokens": 7, "greedy": True, "big": -3}
+    x = fp32([1, 2, 3, 4])
+    for mod, url in ((httpclient, server.url), (grpcclient, server.grpc_url)):
+        client = mod.InferenceServerClient(url)
+        inp = mod.InferInput("INPUT0", [4], "FP32")
+        inp.set_data_from_numpy(x)
+        params = dict(custom, **({"ratio": 0.25} if mod is grpcclient else {}))
+        r = client.infer("introspect", [inp], parameters=params, priority=1, timeout=5000000)
+        got = json.loads(json.loads(r.as_numpy("INFO")[0])["params"])
+        want = dict(custom, **({"ratio": 0.25} if mod is grpcclient else {}))
+        assert got == want, (mod.__name__, got)
+
+
 def test_bytes_tensors_and_async_execute(server):
     """BYTES in and out keep their shape and bytes (empty strings and non-ASCII included);
     `async def execute` is awaited."""
@@ -620,9 +637,27 @@ class TritonPythonModel:
 '''
 
 
+# Calls introspect with parameters and returns its INFO (what introspect saw).
+BLS_PARAMS = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            a = pb_utils.InferenceRequest(
+                model_name="introspect", requested_output_names=["INFO"],
+                inputs=[pb_utils.get_input_tensor_by_name(r, "INPUT0")],
+                parameters={"via": "bls", "n": 3, "flag": False}).exec()
+            if a.has_error():
+                raise pb_utils.TritonModelException(a.error().message())
+            out.append(pb_utils.InferenceResponse([a.output_tensors()[0]]))
+        return out
+'''
+
+
 def test_bls_to_onnx_ensemble_and_python_models(server_factory, tmp_path):
     """A Python model's requests reach an ONNX model, an ensemble and another Python model
-    through their own schedulers (each callee counts them in its statistics); the callee's
+    through their own schedulers (each callee counts them in its statistics), with their
+    parameters (InferenceRequest(parameters=...)); the callee's
     error (an unknown output) comes back with its code; a call from initialize is refused in
     Triton's words."""
     import models
@@ -633,7 +668,12 @@ def test_bls_to_onnx_ensemble_and_python_models(server_factory, tmp_path):
     write_model(repo, "echo", ECHO, ECHO_IO)
     write_model(repo, "bls_any", BLS_ANY, BLS_ANY_IO)
     write_model(repo, "calls_in_init", CALLS_IN_INITIALIZE)
+    write_model(repo, "introspect", INTROSPECT, INTROSPECT_IO)
+    write_model(repo, "bls_params", BLS_PARAMS, INTROSPECT_IO)
     srv = server_factory([repo], ["--exit-on-error=false"])
+    info = json.loads(http_infer(httpclient.InferenceServerClient(srv.url), "bls_params",
+                                 fp32([1, 2, 3, 4])).as_numpy("INFO")[0])
+    assert json.loads(info["params"]) == {"via": "bls", "n": 3, "flag": False}
     x = fp32([1.5, -2, 3.25, 8])
     for mod, url in ((httpclient, srv.url), (grpcclient, srv.grpc_url)):
         client = mod.InferenceServerClient(url)
@@ -803,6 +843,19 @@ class TritonPythonModel:
                 sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             threading.Thread(target=run).start()
             return None
+        if mode == 5:  # responses every 10 ms until the client cancels (30 s at most)
+            def run():
+                n = 0
+                while n < 3000 and not r.is_cancelled():
+                    sender.send(text("tick %d" % n))
+                    n += 1
+                    time.sleep(0.01)
+                pb_utils.Logger.log_info("dec_probe: cancelled=%s after %d responses, "
+                                         "sender says %s" % (r.is_cancelled(), n,
+                                                             sender.is_cancelled()))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            threading.Thread(target=run).start()
+            return None
 '''
 DECOUPLED_PROBE_IO = """
 max_batch_size: 0
@@ -839,7 +892,8 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     ends the request with Triton's error (after what it sent) and the stream goes on; a list
     returned by a decoupled model is refused; a BLS call without decoupled=True to a decoupled
     model gets Triton's error; 400 responses of 256 KiB reuse the stub's shared memory (it
-    stays far below their 100 MiB); a default-mode model answers through its sender over HTTP;
+    stays far below their 100 MiB); a client cancelling its stream is seen by is_cancelled();
+    a default-mode model answers through its sender over HTTP;
     an ONNX model marked decoupled streams one final response per request."""
     import models
     repo = tmp_path / "repo"
@@ -889,6 +943,19 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     assert os.stat(f"/proc/{pid}/fd/6").st_size <= 16 << 20
     # the stream goes on after each error: mode 0 again
     assert texts(0, 3)[2] == ("last", True)
+
+    # a client that cancels its stream: the model sees is_cancelled() and stops
+    import queue
+    got = queue.Queue()
+    client.start_stream(callback=lambda result, error: got.put((result, error)))
+    client.async_stream_infer("dec_probe", [int32_input("MODE", [5])])
+    for _ in range(3):
+        assert got.get(timeout=30)[1] is None
+    client.stop_stream(cancel_requests=True)
+    wait_for(lambda: "dec_probe: cancelled=True after" in srv.log, 30, "the model to see the "
+             "cancellation")
+    assert "sender says True" in srv.log
+    assert texts(0, 3)[2] == ("last", True)  # and the instance serves on
 
     hc = httpclient.InferenceServerClient(srv.url)
     x = fp32([1, 2, 3, 4])

@@ -329,7 +329,7 @@ static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
     for (size_t i = 0; i < b->n; i++) {
         const nr_batch_item_t *it = b->items[i];
         size_t id_len = it->id ? strlen(it->id) : 0;
-        head += sizeof(nr_py_req_t) + pad8(id_len) + pad8(4 * it->n_want);
+        head += sizeof(nr_py_req_t) + pad8(id_len + it->params_len) + pad8(4 * it->n_want);
         for (size_t k = 0; k < it->n_inputs; k++)
             if (it->inputs[k].data != NULL) {
                 head += sizeof(nr_py_tensor_t) + 8 * it->inputs[k].ndim;
@@ -347,14 +347,17 @@ static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
     for (size_t i = 0; i < b->n; i++) {
         const nr_batch_item_t *it = b->items[i];
         size_t id_len = it->id ? strlen(it->id) : 0;
-        nr_py_req_t rh = {.n_want = (uint32_t)it->n_want, .id_len = (uint32_t)id_len};
+        nr_py_req_t rh = {.n_want = (uint32_t)it->n_want, .id_len = (uint32_t)id_len,
+                          .params_len = (uint32_t)it->params_len};
         for (size_t k = 0; k < it->n_inputs; k++)
             rh.n_inputs += it->inputs[k].data != NULL;
         memcpy(base + p, &rh, sizeof(rh));
         p += sizeof(rh);
         if (id_len > 0)
             memcpy(base + p, it->id, id_len);
-        p = pad8(p + id_len);
+        if (it->params_len > 0)
+            memcpy(base + p + id_len, it->params, it->params_len);
+        p = pad8(p + id_len + it->params_len);
         if (it->n_want > 0)
             memcpy(base + p, it->want, 4 * it->n_want);
         p = pad8(p + 4 * it->n_want);
@@ -622,7 +625,7 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
         goto bad;
     memcpy(&bh, base + p, sizeof(bh));
     p += sizeof(bh);
-    uint64_t strings = (uint64_t)bh.name_len + bh.id_len + bh.want_len;
+    uint64_t strings = (uint64_t)bh.name_len + bh.id_len + bh.want_len + bh.params_len;
     if (!inside(p, strings, start, end) || bh.n_inputs > (end - p) / sizeof(nr_py_tensor_t) ||
         bh.n_want > bh.want_len)
         goto bad;
@@ -641,7 +644,7 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
         bytes += t->index + 1 + t->nbytes;
     }
     size_t ins = bh.n_inputs * sizeof(nr_tensor_t), outs = bh.n_want * sizeof(char *);
-    c = nr_malloc(sizeof(*c) + ins + outs + strings + 3 + bytes);
+    c = nr_malloc(sizeof(*c) + ins + outs + strings + 4 + bytes);
     c->in = in;
     c->tag = h->arg;
     nr_tensor_t *inputs = (nr_tensor_t *)c->mem;
@@ -664,6 +667,12 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
     src += bh.id_len;
     memcpy(m, src, bh.want_len); /* NUL-separated names */
     m[bh.want_len] = '\0';
+    src += bh.want_len;
+    char *params = m + bh.want_len + 1;
+    memcpy(params, src, bh.params_len);
+    params[bh.params_len] = '\0';
+    c->r.params = params;
+    c->r.params_len = bh.params_len;
     const char *wend = m + bh.want_len + 1;
     for (uint32_t k = 0; k < bh.n_want; k++) {
         if (m >= wend) /* fewer names than it says */
@@ -671,7 +680,7 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
         want[k] = m;
         m += strlen(m) + 1;
     }
-    m = c->mem + ins + outs + strings + 3;
+    m = c->mem + ins + outs + strings + 4;
     q = pad8(p + strings);
     for (uint32_t i = 0; i < bh.n_inputs; i++) {
         const nr_py_tensor_t *t = (const nr_py_tensor_t *)(base + q);
@@ -804,6 +813,12 @@ static nr_status_t *py_execute(void *state, nr_batch_t *b)
         } else if (h.kind == NR_PY_RESPONSE) {
             finals += sender_response(in, b, &h, sent);
             consumed(in);
+        } else if (h.kind == NR_PY_CANCELLED) {
+            bool gone = h.off < b->n &&
+                        in->info.host->is_cancelled(in->info.host->ctx, b->items[h.off]);
+            unsigned flags = NR_RESPONSE_FINAL | (gone ? NR_PY_REPLY_CANCELLED : 0);
+            nr_status_free(nr_py_stub_send(&in->stub, NR_PY_BLS_REPLY, (h.arg & 0xffffffu) |
+                                           flags << 24, 0, 0));
         } else if (h.kind == NR_PY_OK) {
             returned = true;
         } else {

@@ -40,6 +40,9 @@ enum {
                                sender): arg: the request's index in the batch | flags << 24
                                (NR_RESPONSE_FINAL, NR_RESPONSE_NONE: no body); body: one
                                response as in a batch's answer */
+    NR_PY_CANCELLED = 17,   /* request.is_cancelled(): arg: a tag, off: the request's index;
+                               answered by an NR_PY_BLS_REPLY with no body, its flags
+                               NR_RESPONSE_FINAL | NR_PY_REPLY_CANCELLED when it is */
 };
 /* Execute's end: NR_PY_RESPONSES (execute returned a list), NR_PY_OK (it returned None: the
  * requests are answered through their senders; the batch ends once each has sent its final
@@ -62,15 +65,18 @@ typedef struct {
 typedef struct { uint32_t index, type, ndim, pad; uint64_t off, nbytes; } nr_py_tensor_t; /* <IIIIQQ */
 typedef struct { int32_t code; uint32_t n_outputs, err_len, params_len; } nr_py_resp_t;  /* <iIII */
 typedef struct { uint32_t level, line; } nr_py_log_t;                            /* <II */
-/* A request to another model (InferenceRequest.exec): nr_py_bls_t, the model name, the id and
- * the requested output names (each NUL-terminated, want_len bytes in all) padded to 8, then per
+/* A request to another model (InferenceRequest.exec): nr_py_bls_t, the model name, the id, the
+ * requested output names (each NUL-terminated, want_len bytes in all) and the parameters
+ * (JSON) padded to 8, then per
  * input nr_py_tensor_t (index = name length), the name padded to 8 and dims; tensor bytes as
  * in a batch. Its answer, in the reply file: one response as in a batch's answer. */
 typedef struct {
     uint32_t name_len, n_inputs, n_want, id_len, want_len, flags; /* NR_PY_BLS_DECOUPLED */
     int64_t version;
     uint64_t timeout_us;
-} nr_py_bls_t;                                                                   /* <IIIIIIqQ */
+    uint32_t params_len, pad; /* its parameters (a JSON object) follow the output names */
+} nr_py_bls_t;                                                                 /* <IIIIIIqQII */
+#define NR_PY_REPLY_CANCELLED 4u
 #define NR_PY_BLS_DECOUPLED 1u /* exec(decoupled=True): every response comes back (the reply's
                                   arg: tag | NR_RESPONSE_* << 24; the last has FINAL) */
 

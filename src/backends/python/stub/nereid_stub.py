@@ -35,8 +35,9 @@ SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
 # message kinds (py_wire.h)
 MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
 MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG, MSG_BLS = 10, 11, 12, 13, 14, 15
-MSG_RESPONSE = 16
+MSG_RESPONSE, MSG_CANCELLED = 16, 17
 FLAG_FINAL, FLAG_NONE = 1, 2            # a sender's response: the last; no response, the end
+FLAG_CANCELLED = 4                      # the answer to MSG_CANCELLED: the client has gone
 
 HDR = struct.Struct("<IIQQ")
 BATCH = struct.Struct("<II")            # n_requests, 0
@@ -45,8 +46,8 @@ REQ = struct.Struct("<IIIIIIQQ")        # n_inputs, n_want, id_len, params_len, 
 TENSOR = struct.Struct("<IIIIQQ")       # index or name_len, type code, ndim, 0, offset, nbytes
 RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_len, params_len
 LOGHDR = struct.Struct("<II")           # level, line
-BLS = struct.Struct("<IIIIIIqQ")        # name_len, n_inputs, n_want, id_len, want_len, 0,
-                                        # version, timeout_us
+BLS = struct.Struct("<IIIIIIqQII")      # name_len, n_inputs, n_want, id_len, want_len, flags,
+                                        # version, timeout_us, params_len, 0
 COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read
 ALIGN = 64
 GROWTH = 1 << 20
@@ -162,7 +163,9 @@ class Stub:
             tname = t.name().encode()
             ins.append((tname, code, arr.shape, data, nbytes))
             room += TENSOR.size + pad8(len(tname)) + 8 * arr.ndim + ALIGN + nbytes
-        strings = len(name) + len(rid) + len(want)
+        params = request.parameters()
+        params = params.encode() if params not in ("", "{}") else b""
+        strings = len(name) + len(rid) + len(want) + len(params)
         head = BLS.size + pad8(strings)
         with self.alloc_lock:
             base, mm = self.alloc(head + room + ALIGN)
@@ -170,9 +173,9 @@ class Stub:
             tag = self.tag
             BLS.pack_into(mm, base, len(name), len(ins), len(request.requested_output_names()),
                           len(rid), len(want), 1 if decoupled else 0,
-                          int(request.model_version()), int(request.timeout()))
+                          int(request.model_version()), int(request.timeout()), len(params), 0)
             p = base + BLS.size
-            for b in (name, rid, want):
+            for b in (name, rid, want, params):
                 mm[p:p + len(b)] = b
                 p += len(b)
             p = pad8(p)
@@ -195,6 +198,17 @@ class Stub:
             return self.responses(tag)
         off, length, _ = self.wait_reply(tag)
         return self.decode_reply(off, length)
+
+    def is_cancelled(self, request):
+        """request.is_cancelled(): asks the server whether the client has gone (a request of a
+        batch that has ended, or one the model made, is not)."""
+        if request._index is None or request._batch is not self.batch_id:
+            return False
+        with self.alloc_lock:
+            self.tag = (self.tag + 1) & 0xffffff
+            tag = self.tag
+        self.send(MSG_CANCELLED, tag, request._index)
+        return bool(self.wait_reply(tag)[2] & FLAG_CANCELLED)
 
     def responses(self, tag):
         """exec(decoupled=True)'s iterator: every response of request `tag` as it comes, the

@@ -259,7 +259,6 @@ class InferenceRequest:
         elif not isinstance(parameters, str):
             parameters = json.dumps(parameters)
         self._parameters = parameters
-        self._cancelled = False
         self._index = None   # its place in the batch, for a request the server handed over
         self._sender = None
 
@@ -291,7 +290,8 @@ class InferenceRequest:
         return self._parameters
 
     def is_cancelled(self):
-        return self._cancelled
+        """Whether the client has gone (a cancelled gRPC stream): the model may stop early."""
+        return _stub.is_cancelled(self) if _stub is not None else False
 
     def set_release_flags(self, flags):
         raise TritonModelException("request rescheduling is not supported by nereid yet")
@@ -332,7 +332,7 @@ class InferenceResponseSender:
         _stub.sender_send(self, response, flags)
 
     def is_cancelled(self):
-        return False
+        return _stub.is_cancelled(self._request)
 
 
 # ---- model configuration ------------------------------------------------------------------------
