@@ -98,6 +98,18 @@ typedef struct {
     /* Whether the item's client has gone (a cancelled gRPC stream, a C API cancel): the model
      * may stop working on it. Context: the thread running execute, for items of that batch. */
     bool (*is_cancelled)(void *ctx, const nr_batch_item_t *item);
+    /* Custom metrics (Triton's TRITONSERVER_MetricFamily* / TRITONSERVER_Metric*), shown on the
+     * metrics endpoint: families by name (kind 0 counter, 1 gauge, 2 histogram), metrics by
+     * labels (2 * n_labels strings: key, value), each handle a reference the backend gives
+     * back with the matching delete; op 0 increment, 1 set, 2 observe, 3 value (into *out).
+     * Errors in Triton's words. Context: any thread, at any time. */
+    nr_status_t *(*metric_family_new)(const char *name, const char *help, int kind, void **out);
+    void (*metric_family_delete)(void *family);
+    nr_status_t *(*metric_new)(void *family, const char *const *labels, size_t n_labels,
+                               const double *buckets, size_t n_buckets, bool has_buckets,
+                               void **out);
+    void (*metric_delete)(void *metric);
+    nr_status_t *(*metric_op)(void *metric, int op, double value, double *out);
     void *ctx;
 } nr_host_t;
 

@@ -10,6 +10,7 @@
 #include "host.h"
 
 #include "../common/alloc.h"
+#include "custom_metrics.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -108,10 +109,47 @@ static void host_respond(void *ctx, nr_batch_item_t *item, const nr_status_t *er
     nr_req_respond(item_req(item), err, flags);
 }
 
+/* ---- custom metrics: the core's registry (custom_metrics.h) behind opaque handles ---- */
+
+static nr_status_t *family_new(const char *name, const char *help, int kind, void **out)
+{
+    return nr_cfamily_new(name, help, kind, (nr_cfamily_t **)out);
+}
+
+static void family_delete(void *f)
+{
+    nr_cfamily_delete(f);
+}
+
+static nr_status_t *metric_new(void *f, const char *const *labels, size_t n_labels,
+                               const double *buckets, size_t n_buckets, bool has_buckets,
+                               void **out)
+{
+    return nr_cmetric_new(f, labels, n_labels, buckets, n_buckets, has_buckets,
+                          (nr_cmetric_t **)out);
+}
+
+static void metric_delete(void *m)
+{
+    nr_cmetric_delete(m);
+}
+
+static nr_status_t *metric_op(void *m, int op, double v, double *out)
+{
+    if (op < NR_CMETRIC_INCREMENT || op > NR_CMETRIC_VALUE)
+        return nr_status_new(NR_INVALID_ARG, "unknown metric operation %d", op);
+    return nr_cmetric_op(m, (nr_cmetric_op_t)op, v, out);
+}
+
 void nr_host_bind(nr_model_t *m)
 {
     m->host.infer = host_infer;
     m->host.respond = host_respond;
     m->host.is_cancelled = host_is_cancelled;
+    m->host.metric_family_new = family_new;
+    m->host.metric_family_delete = family_delete;
+    m->host.metric_new = metric_new;
+    m->host.metric_delete = metric_delete;
+    m->host.metric_op = metric_op;
     m->host.ctx = m;
 }

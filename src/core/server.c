@@ -24,14 +24,14 @@ struct nr_server_s {
  * model_repository(unload_dependents) (no explicit model control),
  * schedule_policy (priority/timeout are passed to the core but the frontends
  * cannot promise the policy semantics), cuda_shared_memory (no GPU: its
- * endpoints answer, registering is refused), parameters (custom request
- * parameters are accepted but not forwarded to backends) and trace (no
+ * endpoints answer, registering is refused) and trace (no
  * tracing: gRPC's TraceSetting answers with tracing off, HTTP has no
  * /v2/trace/setting).
- * perf_analyzer only looks for "statistics". */
+ * parameters: custom request parameters reach the backends that read them (Python models'
+ * request.parameters()). perf_analyzer only looks for "statistics". */
 static const char *const extensions[] = {
     "classification", "model_repository", "model_configuration", "system_shared_memory",
-    "binary_tensor_data", "statistics", "logging",
+    "binary_tensor_data", "parameters", "statistics", "logging",
 };
 
 size_t nr_server_extensions(const char *const **out)

@@ -973,3 +973,198 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     assert [e for _, e in got] == [None, None]
     assert [final_flag(r) for r, _ in got] == [True, True]
     np.testing.assert_array_equal(got[1][0].as_numpy("OUTPUT0"), x.reshape(1, 4))
+
+
+# ---------------------------------------------------------------------------- custom metrics
+
+def metrics_text(srv):
+    return get(srv.metrics_port, "/metrics").body.decode()
+
+
+def test_custom_metrics_example(examples_server):
+    """The documentation's custom_metrics client: the sums are right and the model's counter
+    shows on the metrics endpoint with its HELP and TYPE lines and its labels, growing with
+    each request; the model reads its value back (logged)."""
+    client = httpclient.InferenceServerClient(examples_server.url)
+    a, b = fp32([1, 2, 3, 4]), fp32([0.5, 0.5, 0.5, 0.5])
+    ins = [httpclient.InferInput(n, [4], "FP32") for n in ("INPUT0", "INPUT1")]
+    ins[0].set_data_from_numpy(a)
+    ins[1].set_data_from_numpy(b)
+    r = client.infer("custom_metrics", ins, request_id="1")
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+    text = metrics_text(examples_server)
+    assert "# HELP requests_process_latency_ns Cumulative time spent processing requests\n" in text
+    assert "# TYPE requests_process_latency_ns counter\n" in text
+    series = 'requests_process_latency_ns{model="custom_metrics",version="1"} '
+    first = float(text.split(series)[1].split("\n")[0])
+    assert first > 0
+    client.infer("custom_metrics", ins)
+    assert float(metrics_text(examples_server).split(series)[1].split("\n")[0]) > first
+    # counters come before nereid's gauges, as prometheus-cpp groups families by type
+    assert text.index(series) < text.index("# TYPE nv_inference_pending_request_count gauge")
+    wait_for(lambda: "Cumulative requests processing latency: " in examples_server.log, 10,
+             "the model's log line with the value it read back")
+
+
+# Each instance counts itself in probe_shared at initialize; MODE picks what execute does
+# (TEXT: a JSON report).
+METRICS_PROBE = HEADER + '''
+import threading
+
+
+def report(obj):
+    return [pb_utils.InferenceResponse([pb_utils.Tensor(
+        "TEXT", np.array([json.dumps(obj).encode()], dtype=np.object_))])]
+
+
+def refusal(fn):
+    try:
+        fn()
+    except pb_utils.TritonModelException as e:
+        return str(e)
+    return "no error"
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.shared = pb_utils.MetricFamily("probe_shared", "instances started",
+                                            pb_utils.MetricFamily.COUNTER)
+        self.shared_metric = self.shared.Metric(labels={"who": "both"})
+        self.shared_metric.increment(1)
+
+    def execute(self, requests):
+        mode = int(pb_utils.get_input_tensor_by_name(requests[0], "MODE").as_numpy()[0])
+        MF = pb_utils.MetricFamily
+        if mode == 0:
+            self.gauge = MF("probe_gauge", "a gauge", MF.GAUGE)
+            self.g = self.gauge.Metric(labels={"b": "2", "a": "1 \\\\ \\"q\\""})
+            self.g.set(2.5)
+            self.g.increment(-1)
+            self.hist = MF("probe_hist", "", MF.HISTOGRAM)
+            self.h = self.hist.Metric(labels={"k": "v"}, buckets=[0.1, 1.0, 2.5])
+            for v in (0.05, 1.5, 6.0):
+                self.h.observe(v)
+            c = self.shared_metric
+            return report({
+                "gauge": self.g.value(), "shared": c.value(),
+                "counter_set": refusal(lambda: c.set(3)),
+                "counter_negative": refusal(lambda: c.increment(-1)),
+                "hist_increment": refusal(lambda: self.h.increment(1)),
+                "hist_value": refusal(lambda: self.h.value()),
+                "gauge_observe": refusal(lambda: self.g.observe(1)),
+                "hist_no_buckets": refusal(lambda: self.hist.Metric(labels={"x": "y"})),
+                "counter_buckets": refusal(lambda: self.shared.Metric(buckets=[1.0])),
+                "other_kind": refusal(lambda: MF("probe_gauge", "x", MF.COUNTER)),
+                "unsorted": refusal(lambda: self.hist.Metric(labels={"z": "1"},
+                                                             buckets=[2.0, 1.0])),
+                "bad_name": refusal(lambda: MF("9 bad", "", MF.GAUGE)),
+            })
+        if mode == 1:  # the gauge's metric goes, and with it its series
+            del self.g
+            return report({})
+        if mode == 2:  # a thread of the model's own counts and logs between requests
+            def run():
+                fam = MF("probe_bg", "counted by a thread", MF.COUNTER)
+                m = fam.Metric()
+                for i in range(3000):
+                    m.increment(1)
+                    pb_utils.Logger.log_info("probe background line %d %s" % (i, "x" * 80))
+                pb_utils.Logger.log_info("probe bg done value=%s" % m.value())
+                self.bg = (fam, m)
+            threading.Thread(target=run).start()
+            return report({})
+'''
+METRICS_PROBE_IO = """
+input [ { name: "MODE" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+# auto_complete_config may not make metrics: refused, the load goes on without it.
+METRICS_IN_AUTOCOMPLETE = HEADER + '''
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        try:
+            pb_utils.MetricFamily("probe_ac", "", pb_utils.MetricFamily.COUNTER)
+        except pb_utils.TritonModelException as e:
+            pb_utils.Logger.log_info("autocomplete metrics: " + str(e))
+        return config
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+'''
+
+
+def test_custom_metrics_kinds_errors_sharing_and_lifetime(server_factory, tmp_path):
+    """Counters, gauges and histograms render as prometheus-cpp does (labels sorted and
+    escaped, _count/_sum/cumulative _bucket with +Inf, no HELP for an empty description);
+    two instances' families and metrics of one name and labels are one series; each misuse is
+    refused in Triton's words; a deleted metric leaves the endpoint; a model's own thread counts
+    and logs 3000 lines between requests without blocking (the server reads its stub while
+    idle); auto_complete_config is refused metrics; unloading the model removes its series."""
+    repo = tmp_path / "repo"
+    write_model(repo, "metrics_probe", METRICS_PROBE, METRICS_PROBE_IO)
+    write_model(repo, "metrics_shared", METRICS_PROBE, METRICS_PROBE_IO,  # counts itself twice
+                extra="instance_group [ { count: 2 kind: KIND_CPU } ]")
+    write_model(repo, "ac_metrics", METRICS_IN_AUTOCOMPLETE)
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=*"])
+    client = httpclient.InferenceServerClient(srv.url)
+
+    def probe(mode):
+        inp = httpclient.InferInput("MODE", [1], "INT32")
+        inp.set_data_from_numpy(np.array([mode], dtype=np.int32))
+        return json.loads(client.infer("metrics_probe", [inp]).as_numpy("TEXT")[0])
+
+    rep = probe(0)
+    assert rep["gauge"] == 1.5 and rep["shared"] == 3.0  # three instances, one series
+    pre = "Failed to process the request for model 'metrics_probe_0', message: "
+    assert rep["counter_set"] == "Failed to set metric value: " + pre + \
+        "TRITONSERVER_METRIC_KIND_COUNTER does not support Set"
+    assert rep["counter_negative"] == "Failed to increment metric value: " + pre + \
+        "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by " \
+        "non-negative values."
+    assert rep["hist_increment"] == "Failed to increment metric value: " + pre + \
+        "TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Increment"
+    assert rep["hist_value"] == "Failed to get metric value: " + pre + \
+        "TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Value"
+    assert rep["gauge_observe"] == "Failed to observe metric value: " + pre + \
+        "TRITONSERVER_METRIC_KIND_GAUGE does not support Observe"
+    assert rep["hist_no_buckets"] == "Failed to create metric. Missing required buckets."
+    assert rep["counter_buckets"] == "Failed to create metric. Unexpected buckets found."
+    assert rep["other_kind"] == "Error when creating MetricFamily: " + pre + \
+        "Family name already exists with different type"
+    assert rep["unsorted"] == "Error when creating Metric: " + pre + \
+        "Bucket Boundaries must be strictly sorted"
+    assert rep["bad_name"] == "Error when creating MetricFamily: " + pre + \
+        "Invalid metric name"
+
+    text = metrics_text(srv)
+    assert '# HELP probe_shared instances started\n# TYPE probe_shared counter\n' \
+           'probe_shared{who="both"} 3\n' in text
+    assert '# TYPE probe_gauge gauge\nprobe_gauge{a="1 \\\\ \\"q\\"",b="2"} 1.5\n' in text
+    assert "# HELP probe_hist" not in text
+    assert '# TYPE probe_hist histogram\nprobe_hist_count{k="v"} 3\nprobe_hist_sum{k="v"} 7.55\n' \
+           'probe_hist_bucket{k="v",le="0.1"} 1\nprobe_hist_bucket{k="v",le="1"} 1\n' \
+           'probe_hist_bucket{k="v",le="2.5"} 2\nprobe_hist_bucket{k="v",le="+Inf"} 3\n' in text
+    assert text.index("probe_shared{") < text.index("# TYPE nv_inference_pending_request_count") \
+        < text.index("probe_gauge{") < text.index("probe_hist_count")
+
+    probe(1)
+    assert "probe_gauge" not in metrics_text(srv)
+
+    probe(2)
+    wait_for(lambda: "probe bg done value=3000.0" in srv.log, 60,
+             "the model's thread to finish counting and logging")
+    assert "probe_bg 3000\n" in metrics_text(srv)
+    probe(0)  # the instances serve on
+
+    assert "autocomplete metrics: Error when creating MetricFamily: Failed to process the " \
+           "request for model 'ac_metrics', message: custom metrics are not available in " \
+           "auto_complete_config" in srv.log
+    client.unload_model("metrics_probe")
+    wait_for(lambda: "probe_hist" not in metrics_text(srv) and "probe_bg" not in metrics_text(srv),
+             30, "the model's series to go")
+    assert 'probe_shared{who="both"} 3\n' in metrics_text(srv)  # metrics_shared holds it
+    client.unload_model("metrics_shared")
+    wait_for(lambda: "probe_" not in metrics_text(srv), 30, "the last series to go")

@@ -222,6 +222,81 @@ NR_TEST(render_without_duration_counters)
     free(text);
 }
 
+/* The models' own families (core/custom_metrics.c): one per name, one series per label set
+ * whatever the labels' order, reference counted; Triton's texts for each misuse; rendered
+ * after nereid's families of their type, histograms with cumulative buckets. */
+NR_TEST(custom_metrics_registry_and_text)
+{
+    nr_cfamily_t *c1, *c2, *h;
+    nr_cmetric_t *m1, *m2, *hm;
+    ASSERT_OK(nr_cfamily_new("req_total", "requests", NR_CMETRIC_COUNTER, &c1));
+    ASSERT_OK(nr_cfamily_new("req_total", "other text", NR_CMETRIC_COUNTER, &c2));
+    EXPECT_TRUE(c1 == c2);
+    EXPECT_STATUS(nr_cfamily_new("req_total", "", NR_CMETRIC_GAUGE, &h), NR_INVALID_ARG,
+                  "Family name already exists with different type");
+    EXPECT_STATUS(nr_cfamily_new("1x", "", NR_CMETRIC_GAUGE, &h), NR_INVALID_ARG,
+                  "Invalid metric name");
+    EXPECT_STATUS(nr_cfamily_new("x", "", 7, &h), NR_INVALID_ARG,
+                  "Unsupported kind passed to MetricFamily constructor.");
+    const char *ab[] = {"b", "2", "a", "1"}, *ba[] = {"a", "1", "b", "2"};
+    ASSERT_OK(nr_cmetric_new(c1, ab, 2, NULL, 0, false, &m1));
+    ASSERT_OK(nr_cmetric_new(c2, ba, 2, NULL, 0, false, &m2));
+    EXPECT_TRUE(m1 == m2);
+    EXPECT_STATUS(nr_cmetric_new(c1, ab, 2, (double[]){1}, 1, true, &hm), NR_INVALID_ARG,
+                  "Unexpected args found in counter Metric constructor.");
+    double v = -1;
+    ASSERT_OK(nr_cmetric_op(m1, NR_CMETRIC_INCREMENT, 2, NULL));
+    ASSERT_OK(nr_cmetric_op(m2, NR_CMETRIC_VALUE, 0, &v));
+    EXPECT_EQ_DBL(v, 2);
+    EXPECT_STATUS(nr_cmetric_op(m1, NR_CMETRIC_SET, 1, NULL), NR_UNSUPPORTED,
+                  "TRITONSERVER_METRIC_KIND_COUNTER does not support Set");
+    EXPECT_STATUS(nr_cmetric_op(m1, NR_CMETRIC_INCREMENT, -1, NULL), NR_INVALID_ARG,
+                  "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by "
+                  "non-negative values.");
+    ASSERT_OK(nr_cfamily_new("lat", "", NR_CMETRIC_HISTOGRAM, &h));
+    EXPECT_STATUS(nr_cmetric_new(h, NULL, 0, NULL, 0, false, &hm), NR_INVALID_ARG,
+                  "Bucket Boundaries not found in Metric args.");
+    EXPECT_STATUS(nr_cmetric_new(h, NULL, 0, (double[]){2, 1}, 2, true, &hm), NR_INVALID_ARG,
+                  "Bucket Boundaries must be strictly sorted");
+    const char *le[] = {"le", "x"};
+    EXPECT_STATUS(nr_cmetric_new(h, le, 1, (double[]){1}, 1, true, &hm), NR_INVALID_ARG,
+                  "Invalid label name");
+    ASSERT_OK(nr_cmetric_new(h, NULL, 0, (double[]){1, 2.5}, 2, true, &hm));
+    for (double x = 0.5; x < 4; x += 1) /* 0.5, 1.5, 2.5, 3.5 */
+        ASSERT_OK(nr_cmetric_op(hm, NR_CMETRIC_OBSERVE, x, NULL));
+    EXPECT_STATUS(nr_cmetric_op(hm, NR_CMETRIC_VALUE, 0, &v), NR_UNSUPPORTED,
+                  "TRITONSERVER_METRIC_KIND_HISTOGRAM does not support Value");
+
+    nr_metrics_view_t view = {0};
+    nr_cmetrics_snapshot(&view.custom, &view.n_custom);
+    char *text = render(&view);
+    EXPECT_STREQ(text, "# HELP req_total requests\n# TYPE req_total counter\n"
+                       "req_total{a=\"1\",b=\"2\"} 2\n"
+                       "# HELP nv_pinned_memory_pool_total_bytes Pinned memory pool total memory "
+                       "size, in bytes\n# TYPE nv_pinned_memory_pool_total_bytes gauge\n"
+                       "nv_pinned_memory_pool_total_bytes 0\n"
+                       "# HELP nv_pinned_memory_pool_used_bytes Pinned memory pool used memory "
+                       "size, in bytes\n# TYPE nv_pinned_memory_pool_used_bytes gauge\n"
+                       "nv_pinned_memory_pool_used_bytes 0\n"
+                       "# TYPE lat histogram\nlat_count 4\nlat_sum 8\nlat_bucket{le=\"1\"} 1\n"
+                       "lat_bucket{le=\"2.5\"} 3\nlat_bucket{le=\"+Inf\"} 4\n");
+    free(text);
+    nr_cmetrics_snapshot_free(view.custom, view.n_custom);
+
+    nr_cmetric_delete(m1); /* m2 still holds the series */
+    nr_cmetrics_snapshot(&view.custom, &view.n_custom);
+    EXPECT_EQ_U64(view.n_custom, 2);
+    nr_cmetrics_snapshot_free(view.custom, view.n_custom);
+    nr_cmetric_delete(m2);
+    nr_cmetric_delete(hm);
+    nr_cmetrics_snapshot(&view.custom, &view.n_custom);
+    EXPECT_EQ_U64(view.n_custom, 0); /* families without a series are not shown */
+    nr_cmetrics_snapshot_free(view.custom, view.n_custom);
+    nr_cfamily_delete(c1);
+    nr_cfamily_delete(c2);
+    nr_cfamily_delete(h);
+}
+
 NR_TEST(render_summaries)
 {
     uint64_t us[5] = {600, 60, 6, 300, 3};

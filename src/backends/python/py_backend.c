@@ -33,29 +33,6 @@
 #define NR_PY_INIT_TIMEOUT_MS 30000 /* Triton's stub-timeout-seconds */
 #define NR_PY_STOP_TIMEOUT_MS 5000
 
-typedef struct {
-    const nr_model_config_t *cfg;
-    char *python;      /* the interpreter */
-    char *model_path;  /* <repository>/<model>/<version>/model.py */
-    char *model_dir;   /* <repository>/<model> */
-    char *version;     /* "1" */
-    char *config_json; /* the config as Triton's JSON, for initialize's args */
-} py_model_t;
-
-typedef struct {
-    py_model_t *m;
-    nr_instance_info_t info;
-    char *name;
-    nr_py_stub_t stub;
-    bool up; /* the stub runs an initialized model */
-    /* requests the model makes to other models during a batch (BLS): their answers come on
-     * other threads, which write them into the reply file and send them under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t idle;  /* signalled when outstanding drops to 0 */
-    size_t outstanding;   /* requests sent on and not answered yet */
-    size_t reply_used;    /* bytes of the reply file taken in this batch */
-    uint64_t consumed;    /* the stub's messages read in this batch (py_int.h) */
-} py_inst_t;
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 static size_t align(size_t n) { return (n + NR_PY_ALIGN - 1) & ~(size_t)(NR_PY_ALIGN - 1); }
@@ -136,7 +113,8 @@ static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_pa
     if (st != NULL)
         return st;
     nr_py_stub_t s = {.name = nr_asprintf("%s (auto-complete)", cfg->name ? cfg->name : "")};
-    st = nr_py_stub_start(&s, python, "autocomplete", s.name);
+    /* the stub's own name is the model's, as Triton names its auto-complete stub */
+    st = nr_py_stub_start(&s, python, "autocomplete", cfg->name ? cfg->name : "");
     nr_buf_t b;
     nr_buf_init(&b);
     if (st == NULL) {
@@ -231,7 +209,16 @@ static const char *kind_name(int kind)
     return kind == NR_KIND_GPU ? "GPU" : kind == NR_KIND_MODEL ? "MODEL" : "CPU";
 }
 
-/* Starts the stub and runs initialize(args) in it. */
+/* Ends the instance's stub (finalize first when timeout_ms > 0) and the metrics it made. The
+ * caller owns the socket (py_side_own). */
+static void stub_down(py_inst_t *in, int timeout_ms)
+{
+    in->up = false;
+    nr_py_stub_stop(&in->stub, timeout_ms);
+    py_side_forget(in);
+}
+
+/* Starts the stub and runs initialize(args) in it; the caller owns the socket. */
 static nr_status_t *inst_start(py_inst_t *in)
 {
     py_model_t *m = in->m;
@@ -269,10 +256,11 @@ static nr_status_t *inst_start(py_inst_t *in)
     if (st == NULL && h.kind == NR_PY_ERROR)
         st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
     if (st != NULL) {
-        nr_py_stub_stop(&in->stub, 0);
+        stub_down(in, 0);
         return st;
     }
     in->up = true;
+    py_side_attach(in);
     return NULL;
 }
 
@@ -284,18 +272,30 @@ static nr_status_t *py_instance_create(void *model_state, const nr_instance_info
     in->info = *info;
     pthread_mutex_init(&in->mu, NULL);
     pthread_cond_init(&in->idle, NULL);
+    pthread_cond_init(&in->handoff, NULL);
+    in->ep = in->wake = -1;
+    in->owned = true; /* the loading thread reads until the listener starts */
     in->name = nr_strdup(info->name);
     in->stub.name = in->name;
+    in->stub.side = py_side_metric;
+    in->stub.side_arg = in;
     NR_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", in->name,
                 kind_name(info->kind), info->device_id);
     nr_status_t *st = inst_start(in);
+    if (st == NULL) {
+        st = py_side_start(in);
+        if (st != NULL)
+            stub_down(in, NR_PY_STOP_TIMEOUT_MS);
+    }
     if (st != NULL) {
         pthread_mutex_destroy(&in->mu);
         pthread_cond_destroy(&in->idle);
+        pthread_cond_destroy(&in->handoff);
         free(in->name);
         free(in);
         return st;
     }
+    py_side_release(in);
     *inst_state = in;
     return NULL;
 }
@@ -305,9 +305,12 @@ static void py_instance_destroy(void *state)
     py_inst_t *in = state;
     if (in == NULL)
         return;
-    nr_py_stub_stop(&in->stub, in->up ? NR_PY_STOP_TIMEOUT_MS : 0);
+    py_side_own(in);
+    py_side_stop(in);
+    stub_down(in, in->up ? NR_PY_STOP_TIMEOUT_MS : 0);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->idle);
+    pthread_cond_destroy(&in->handoff);
     free(in->name);
     free(in);
 }
@@ -774,14 +777,24 @@ static bool sender_response(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h, 
     return sent[i] & SENT_FINAL;
 }
 
+static nr_status_t *run(py_inst_t *in, nr_batch_t *b);
+
 static nr_status_t *py_execute(void *state, nr_batch_t *b)
 {
     py_inst_t *in = state;
+    py_side_own(in);
+    nr_status_t *st = run(in, b);
+    py_side_release(in);
+    return st;
+}
+
+/* execute, the socket owned. */
+static nr_status_t *run(py_inst_t *in, nr_batch_t *b)
+{
     nr_status_t *st = NULL;
     if (in->up && nr_py_stub_hung_up(&in->stub)) { /* it died while idle */
         NR_LOG_ERROR("the Python stub of '%s' ended while idle", in->name);
-        in->up = false;
-        nr_py_stub_stop(&in->stub, 0);
+        stub_down(in, 0);
     }
     if (!in->up) { /* its stub died: start it again */
         NR_LOG_WARN("restarting the Python stub of '%s'", in->name);
@@ -839,8 +852,7 @@ static nr_status_t *py_execute(void *state, nr_batch_t *b)
     } else if (st == NULL) {
         st = decode(in, b, &h);
     } else {
-        in->up = false;
-        nr_py_stub_stop(&in->stub, 0);
+        stub_down(in, 0);
     }
     if (st != NULL && finals > 0) { /* the requests already finished keep their answers */
         for (size_t i = 0; i < b->n; i++)

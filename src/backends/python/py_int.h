@@ -17,6 +17,8 @@
 
 #include "../backend.h"
 
+#include <pthread.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +32,9 @@ enum {
     NR_PY_AUTOCOMPLETE = 4, /* body: {"config": {...}, "model_path": "..."} */
     NR_PY_BLS_REPLY = 5,    /* arg: the request's tag | flags << 24 (NR_RESPONSE_FINAL on its
                                last); body: a response (in the reply file) */
+    NR_PY_METRIC_REPLY = 6, /* arg: the request's tag | flags << 24; off: the result (an id,
+                               a double's bits); with NR_PY_REPLY_ERROR: off the code, the
+                               error text inline */
     NR_PY_OK = 10,
     NR_PY_ERROR = 11,       /* inline body: the error text; arg: a TritonError code */
     NR_PY_RESPONSES = 12,   /* body: the batch's responses (below, shared memory) */
@@ -43,7 +48,28 @@ enum {
     NR_PY_CANCELLED = 17,   /* request.is_cancelled(): arg: a tag, off: the request's index;
                                answered by an NR_PY_BLS_REPLY with no body, its flags
                                NR_RESPONSE_FINAL | NR_PY_REPLY_CANCELLED when it is */
+    NR_PY_METRIC = 18,      /* custom metrics, at any time: arg: a tag (0: no answer wanted);
+                               inline body: nr_py_metric_t, n_buckets doubles, then n_strings
+                               NUL-terminated strings */
 };
+enum { /* nr_py_metric_t.op */
+    NR_PY_M_FAMILY_NEW = 1,    /* kind; strings: name, description -> the family's id */
+    NR_PY_M_FAMILY_DELETE = 2, /* id */
+    NR_PY_M_METRIC_NEW = 3,    /* id: the family's; kind: 1 when buckets are given; strings:
+                                  label key, value, ... -> the metric's id */
+    NR_PY_M_METRIC_DELETE = 4, /* id */
+    NR_PY_M_INCREMENT = 5,     /* id, value */
+    NR_PY_M_SET = 6,
+    NR_PY_M_OBSERVE = 7,
+    NR_PY_M_VALUE = 8,         /* id -> the value */
+};
+typedef struct {
+    uint32_t op, kind;
+    uint64_t id;
+    double value;
+    uint32_t n_strings, n_buckets;
+} nr_py_metric_t;                                                                /* <IIQdII */
+#define NR_PY_REPLY_ERROR 8u
 /* Execute's end: NR_PY_RESPONSES (execute returned a list), NR_PY_OK (it returned None: the
  * requests are answered through their senders; the batch ends once each has sent its final
  * flag), or NR_PY_ERROR (it raised; the senders of the batch are closed first). */
@@ -95,7 +121,7 @@ uint32_t nr_py_type_code(nr_dtype_t t);
 nr_dtype_t nr_py_type_from_code(uint32_t code);
 
 /* ---- a stub process (py_stub.c) ---------------------------------------------------------- */
-typedef struct {
+typedef struct nr_py_stub_s {
     char *name;      /* instance name ("add_sub_0_0"), for messages */
     pid_t pid;       /* 0: not running */
     int sock;        /* our end of the control socket */
@@ -106,6 +132,10 @@ typedef struct {
     char *reply;     /* mapped [0, reply_size) */
     size_t reply_size;
     char *msg;       /* NR_PY_MSG_MAX bytes: the last message received */
+    /* NR_PY_METRIC messages, wherever the socket is read (NULL: answered with an error) */
+    void (*side)(void *arg, struct nr_py_stub_s *s, const nr_py_hdr_t *h, const char *body,
+                 size_t len);
+    void *side_arg;
 } nr_py_stub_t;
 
 /* Starts `python` running the stub in `mode` ("instance" / "autocomplete"), its control socket
@@ -128,9 +158,70 @@ nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint6
  * against the file). timeout_ms < 0 waits forever. UNAVAILABLE when the process has gone,
  * with `what` in the text (the process is reaped; the socket stays open until stop). */
 nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, const char *what);
+/* Reads what the stub has sent without waiting (log lines, metrics requests; anything else is
+ * dropped). False once the stub has closed its end. */
+bool nr_py_stub_drain(nr_py_stub_t *s);
+/* Sends a header with an inline body (at most NR_PY_REPLY_TEXT_MAX bytes of it). */
+#define NR_PY_REPLY_TEXT_MAX 3000
+nr_status_t *nr_py_stub_send_text(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
+                                  const char *text, size_t len);
 /* The stub has closed its end (it died); cheap enough to ask before every batch. */
 bool nr_py_stub_hung_up(const nr_py_stub_t *s);
 /* An inline body as a string (NUL-terminated in place). */
 const char *nr_py_stub_text(nr_py_stub_t *s, const nr_py_hdr_t *hdr);
+
+/* ---- the backend's state (py_backend.c) -------------------------------------------------- */
+typedef struct {
+    const nr_model_config_t *cfg;
+    char *python;      /* the interpreter */
+    char *model_path;  /* <repository>/<model>/<version>/model.py */
+    char *model_dir;   /* <repository>/<model> */
+    char *version;     /* "1" */
+    char *config_json; /* the config as Triton's JSON, for initialize's args */
+} py_model_t;
+
+typedef struct {
+    py_model_t *m;
+    nr_instance_info_t info;
+    char *name;
+    nr_py_stub_t stub;
+    bool up; /* the stub runs an initialized model */
+    /* requests the model makes to other models during a batch (BLS): their answers come on
+     * other threads, which write them into the reply file and send them under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t idle;  /* signalled when outstanding drops to 0 */
+    size_t outstanding;   /* requests sent on and not answered yet */
+    size_t reply_used;    /* bytes of the reply file taken in this batch */
+    uint64_t consumed;    /* the stub's messages read in this batch (py_int.h) */
+    /* who reads the stub's socket (py_side.c): the thread running execute (or starting or
+     * stopping the stub) owns it; while nobody does, the listener thread reads what the
+     * model's own threads send (log lines, metrics). Under mu. */
+    bool owned;           /* a thread other than the listener reads */
+    bool listener_reading;
+    pthread_cond_t handoff; /* signalled when the listener stops reading */
+    bool listening;       /* the listener thread runs */
+    pthread_t listener;
+    int ep, wake;         /* its epoll (the socket, one-shot) and eventfd (stop) */
+    /* the custom metrics the stub made: handles by id - 1 (NULL: deleted); read and written by
+     * whoever reads the socket */
+    void **families, **metrics;
+    size_t n_families, n_metrics;
+} py_inst_t;
+
+/* ---- messages outside the request path (py_side.c) ---------------------------------------- */
+/* The listener: started once the instance's first stub runs (its socket attached), stopped
+ * before the instance goes. */
+nr_status_t *py_side_start(py_inst_t *in);
+void py_side_stop(py_inst_t *in);
+/* Takes the socket from the listener (waiting while it reads) / gives it back (re-armed). */
+void py_side_own(py_inst_t *in);
+void py_side_release(py_inst_t *in);
+/* The stub was started anew: its socket goes into the listener's epoll (disarmed, owned). */
+void py_side_attach(py_inst_t *in);
+/* A custom-metrics request (NR_PY_METRIC): done, answered when it asks for an answer. */
+void py_side_metric(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
+                    size_t len);
+/* The metrics a stub that ended had made are deleted. */
+void py_side_forget(py_inst_t *in);
 
 #endif

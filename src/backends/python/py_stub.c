@@ -320,6 +320,66 @@ static nr_status_t *gone(nr_py_stub_t *s, const char *what)
     return nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.", s->name);
 }
 
+nr_status_t *nr_py_stub_send_text(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
+                                  const char *text, size_t len)
+{
+    if (len > NR_PY_REPLY_TEXT_MAX)
+        len = NR_PY_REPLY_TEXT_MAX;
+    nr_py_hdr_t h = {.kind = kind, .arg = arg, .off = off, .len = len};
+    struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)text, len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len > 0 ? 2 : 1};
+    ssize_t w;
+    do
+        w = sendmsg(s->sock, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)(sizeof(h) + len))
+        return NULL;
+    return gone(s, "a send");
+}
+
+/* Messages of the model's own, whoever reads them: a log line, a metrics request. Whether the
+ * message in s->msg (n bytes) was one. */
+static bool side_message(nr_py_stub_t *s, size_t n)
+{
+    nr_py_hdr_t h;
+    memcpy(&h, s->msg, sizeof(h));
+    const char *body = s->msg + sizeof(h);
+    size_t len = n - sizeof(h);
+    if (h.kind == NR_PY_LOG) {
+        stub_log(body, len);
+        return true;
+    }
+    if (h.kind != NR_PY_METRIC)
+        return false;
+    if (s->side != NULL) {
+        s->side(s->side_arg, s, &h, body, len);
+    } else if (h.arg != 0) { /* an auto-complete stub */
+        static const char text[] = "custom metrics are not available in auto_complete_config";
+        nr_status_free(nr_py_stub_send_text(s, NR_PY_METRIC_REPLY,
+                                            (h.arg & 0xffffffu) | NR_PY_REPLY_ERROR << 24,
+                                            NR_UNSUPPORTED, text, sizeof(text) - 1));
+    }
+    return true;
+}
+
+bool nr_py_stub_drain(nr_py_stub_t *s)
+{
+    for (;;) {
+        if (s->sock < 0)
+            return false;
+        ssize_t n = recv(s->sock, s->msg, NR_PY_MSG_MAX - 1, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK;
+        if (n < (ssize_t)sizeof(nr_py_hdr_t))
+            return false; /* end of file: the stub has gone */
+        if (!side_message(s, (size_t)n))
+            NR_LOG_VERBOSE(1, "the Python stub of '%s' sent message %u while idle", s->name,
+                           ((nr_py_hdr_t *)(void *)s->msg)->kind);
+    }
+}
+
 nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, const char *what)
 {
     struct timespec t0;
@@ -335,7 +395,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             left = el >= timeout_ms ? 0 : (int)(timeout_ms - el);
         }
         struct pollfd pf = {.fd = s->sock, .events = POLLIN};
-        int pr = poll(&pf, 1, left);
+        int pr = left < 0 ? 1 : poll(&pf, 1, left); /* no deadline: recv waits by itself */
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr == 0) {
@@ -350,12 +410,10 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             continue;
         if (n < (ssize_t)sizeof(nr_py_hdr_t))
             return gone(s, what);
+        if (side_message(s, (size_t)n))
+            continue;
         memcpy(hdr, s->msg, sizeof(*hdr));
         size_t inline_len = (size_t)n - sizeof(*hdr);
-        if (hdr->kind == NR_PY_LOG) {
-            stub_log(s->msg + sizeof(*hdr), inline_len);
-            continue;
-        }
         if (hdr->kind == NR_PY_ERROR) {
             hdr->len = inline_len;
             return NULL;

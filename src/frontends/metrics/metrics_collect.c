@@ -117,6 +117,7 @@ void nr_metrics_collect(nr_server_t *core, bool summaries, const nr_metrics_quan
     nr_kserve_versions(core, on_version, &c);
     for (int k = 0; k < NR_OBS_N; k++)
         free(c.scratch[k]);
+    nr_cmetrics_snapshot(&v->custom, &v->n_custom);
 }
 
 void nr_metrics_view_free(nr_metrics_view_t *v)
@@ -127,5 +128,6 @@ void nr_metrics_view_free(nr_metrics_view_t *v)
         free(v->rows[i].version);
     }
     free(v->rows);
+    nr_cmetrics_snapshot_free(v->custom, v->n_custom);
     memset(v, 0, sizeof(*v));
 }

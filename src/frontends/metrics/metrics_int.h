@@ -7,6 +7,7 @@
 #define NR_METRICS_INT_H
 
 #include "../../common/buf.h"
+#include "../../core/custom_metrics.h"
 #include "../../core/stats.h"
 #include "metrics_server.h"
 
@@ -51,6 +52,8 @@ typedef struct {
     bool cpu; /* the three nv_cpu_* families */
     double cpu_util;
     uint64_t mem_total, mem_used;
+    nr_cfamily_snap_t *custom; /* the models' own families (custom_metrics.h) */
+    size_t n_custom;
 } nr_metrics_view_t;
 
 /* ---- metrics_render.c ------------------------------------------------------ */

@@ -1,8 +1,9 @@
 /* metrics_render.c - the Prometheus text of one scrape, as Triton 2.51
  * (prometheus-cpp 1.x) writes it: "# HELP" and "# TYPE" per family, then one
  * line per series; families in registration order within each type, and the
- * types in the order prometheus-cpp collects them (counters, gauges,
- * summaries); a family without series is not written at all. Labels are
+ * types in the order prometheus-cpp collects them (counters, gauges, histograms,
+ * summaries), the models' own families (custom_metrics.h) after nereid's of their type; a
+ * family without series is not written at all. Labels are
  * printed sorted (model < reason < version); a summary's quantile label comes
  * last. Values are doubles printed shortest-round-trip (std::to_chars).
  */
@@ -152,6 +153,67 @@ static bool any_ready(const nr_metrics_view_t *v)
     return false;
 }
 
+/* ---- the models' own families (custom_metrics.h) ---------------------------------- */
+
+/* name[suffix]{labels[,le="bound"]} (no braces without a label) */
+static void custom_series(nr_buf_t *out, const char *name, const char *suffix,
+                          const nr_cmetric_snap_t *m, const double *le, bool inf)
+{
+    nr_buf_puts(out, name);
+    nr_buf_puts(out, suffix);
+    if (m->n_labels > 0 || le != NULL || inf) {
+        nr_buf_putc(out, '{');
+        for (size_t i = 0; i < m->n_labels; i++)
+            put_label(out, m->labels[2 * i], m->labels[2 * i + 1], i == 0);
+        if (le != NULL || inf) {
+            nr_buf_puts(out, m->n_labels > 0 ? ",le=\"" : "le=\"");
+            if (inf)
+                nr_buf_puts(out, "+Inf");
+            else
+                nr_metrics_put_double(out, *le);
+            nr_buf_putc(out, '"');
+        }
+        nr_buf_putc(out, '}');
+    }
+    nr_buf_putc(out, ' ');
+}
+
+/* Every custom family of `kind`, as prometheus-cpp writes it: HELP only when there is a
+ * description; a histogram's series as _count, _sum, then its cumulative buckets. */
+static void custom_families(nr_buf_t *out, const nr_metrics_view_t *v, int kind)
+{
+    static const char *const types[] = {"counter", "gauge", "histogram"};
+    for (size_t k = 0; k < v->n_custom; k++) {
+        const nr_cfamily_snap_t *f = &v->custom[k];
+        if (f->kind != kind)
+            continue;
+        if (f->help[0] != '\0')
+            nr_buf_printf(out, "# HELP %s %s\n", f->name, f->help);
+        nr_buf_printf(out, "# TYPE %s %s\n", f->name, types[kind]);
+        for (size_t i = 0; i < f->n_series; i++) {
+            const nr_cmetric_snap_t *m = &f->series[i];
+            if (kind != NR_CMETRIC_HISTOGRAM) {
+                custom_series(out, f->name, "", m, NULL, false);
+                nr_metrics_put_double(out, m->value);
+                nr_buf_putc(out, '\n');
+                continue;
+            }
+            custom_series(out, f->name, "_count", m, NULL, false);
+            put_u64(out, m->count);
+            nr_buf_putc(out, '\n');
+            custom_series(out, f->name, "_sum", m, NULL, false);
+            nr_metrics_put_double(out, m->sum);
+            nr_buf_putc(out, '\n');
+            for (size_t b = 0; b <= m->n_buckets; b++) {
+                custom_series(out, f->name, "_bucket", m, b < m->n_buckets ? &m->bounds[b] : NULL,
+                              b == m->n_buckets);
+                put_u64(out, m->cumulative[b]);
+                nr_buf_putc(out, '\n');
+            }
+        }
+    }
+}
+
 /* ---- families ------------------------------------------------------------------- */
 
 typedef enum { F_SUCCESS, F_COUNT, F_EXEC, F_PENDING, F_DURATION } field_t;
@@ -288,6 +350,7 @@ void nr_metrics_render(nr_buf_t *out, const nr_metrics_view_t *v)
     for (int k = 0; v->counters && k < NR_OBS_N; k++)
         model_family(out, v, durations[k].counter, "counter", durations[k].counter_help,
                      F_DURATION, k);
+    custom_families(out, v, NR_CMETRIC_COUNTER);
     model_family(out, v, "nv_inference_pending_request_count", "gauge",
                  "Instantaneous number of pending requests awaiting execution per-model.",
                  F_PENDING, 0);
@@ -302,6 +365,8 @@ void nr_metrics_render(nr_buf_t *out, const nr_metrics_view_t *v)
         gauge(out, "nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes",
               (double)v->mem_used);
     }
+    custom_families(out, v, NR_CMETRIC_GAUGE);
+    custom_families(out, v, NR_CMETRIC_HISTOGRAM);
     for (int k = 0; v->summaries && k < NR_OBS_N; k++)
         summary_family(out, v, k);
 }

@@ -34,10 +34,12 @@ SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
 
 # message kinds (py_wire.h)
 MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
+MSG_METRIC_REPLY = 6
 MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG, MSG_BLS = 10, 11, 12, 13, 14, 15
-MSG_RESPONSE, MSG_CANCELLED = 16, 17
+MSG_RESPONSE, MSG_CANCELLED, MSG_METRIC = 16, 17, 18
 FLAG_FINAL, FLAG_NONE = 1, 2            # a sender's response: the last; no response, the end
 FLAG_CANCELLED = 4                      # the answer to MSG_CANCELLED: the client has gone
+FLAG_ERROR = 8                          # an answer that is an error (its text inline)
 
 HDR = struct.Struct("<IIQQ")
 BATCH = struct.Struct("<II")            # n_requests, 0
@@ -48,6 +50,7 @@ RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_
 LOGHDR = struct.Struct("<II")           # level, line
 BLS = struct.Struct("<IIIIIIqQII")      # name_len, n_inputs, n_want, id_len, want_len, flags,
                                         # version, timeout_us, params_len, 0
+METRIC = struct.Struct("<IIQdII")       # op, kind, id, value, n_strings, n_buckets
 COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read
 ALIGN = 64
 GROWTH = 1 << 20
@@ -102,7 +105,8 @@ class Stub:
         self.alloc_lock = threading.Lock()    # cursor and the shared file's growth
         self.tag = 0
         self.cv = threading.Condition()       # replies, reading
-        self.replies = {}                     # tag -> [(offset, length, flags)], reply file
+        self.replies = {}                     # tag -> [(offset, length, flags, inline body)]
+        self.control = []                     # the server's requests, read by another thread
         self.reading = False                  # one waiting thread reads the socket at a time
         self.rmm = None
         self.rmm_size = 0
@@ -169,7 +173,7 @@ class Stub:
         head = BLS.size + pad8(strings)
         with self.alloc_lock:
             base, mm = self.alloc(head + room + ALIGN)
-            self.tag = (self.tag + 1) & 0xffffff
+            self.tag = (self.tag + 1) & 0xffffff or 1
             tag = self.tag
             BLS.pack_into(mm, base, len(name), len(ins), len(request.requested_output_names()),
                           len(rid), len(want), 1 if decoupled else 0,
@@ -196,7 +200,7 @@ class Stub:
         self.send(MSG_BLS, tag, base, d - base)
         if decoupled:
             return self.responses(tag)
-        off, length, _ = self.wait_reply(tag)
+        off, length, _, _ = self.wait_for(tag)
         return self.decode_reply(off, length)
 
     def is_cancelled(self, request):
@@ -204,47 +208,94 @@ class Stub:
         batch that has ended, or one the model made, is not)."""
         if request._index is None or request._batch is not self.batch_id:
             return False
-        with self.alloc_lock:
-            self.tag = (self.tag + 1) & 0xffffff
-            tag = self.tag
+        tag = self.next_tag()
         self.send(MSG_CANCELLED, tag, request._index)
-        return bool(self.wait_reply(tag)[2] & FLAG_CANCELLED)
+        return bool(self.wait_for(tag)[2] & FLAG_CANCELLED)
 
     def responses(self, tag):
         """exec(decoupled=True)'s iterator: every response of request `tag` as it comes, the
         last one included (an empty one when the model ended without a response)."""
-        while True:
-            off, length, flags = self.wait_reply(tag)
-            yield self.decode_reply(off, length)
-            if flags & FLAG_FINAL:
-                return
+        try:
+            while True:
+                off, length, flags, _ = self.wait_for(tag)
+                yield self.decode_reply(off, length)
+                if flags & FLAG_FINAL:
+                    return
+        finally:  # a model that stops reading early: what comes later is dropped
+            with self.cv:
+                self.replies.pop(tag, None)
 
-    def wait_reply(self, tag):
-        """The next reply to request `tag`: offset, length, flags. Of the threads waiting, one
-        reads the socket and hands each reply to its owner."""
+    def wait_for(self, tag):
+        """The next message for its owner: tag None, the main loop's (a request from the server;
+        None at end of file); else the next reply to request `tag`: offset, length, flags,
+        inline body. Of the threads waiting, one reads the socket and hands each message to its
+        owner (the main loop reads too while idle, so a model's own thread that waits for an
+        answer between requests gets it)."""
         with self.cv:
-            while not self.replies.get(tag) and self.reading:
+            while True:
+                q = self.control if tag is None else self.replies.get(tag)
+                if q:
+                    return q.pop(0)
+                if not self.reading:
+                    break
                 self.cv.wait()
-            if self.replies.get(tag):
-                return self.replies[tag].pop(0)
             self.reading = True
         try:
             while True:
-                msg = self.sock.recv(4096)
+                try:
+                    msg = self.sock.recv(4096)
+                except (ConnectionResetError, InterruptedError):
+                    msg = b""
                 if len(msg) < HDR.size:
+                    if tag is None:
+                        return None
                     raise self.pb.TritonModelException("the server closed the stub's socket")
                 kind, arg, off, length = HDR.unpack_from(msg)
-                if kind != MSG_BLS_REPLY:
-                    continue
-                if arg & 0xffffff == tag:
-                    return off, length, arg >> 24
-                with self.cv:
-                    self.replies.setdefault(arg & 0xffffff, []).append((off, length, arg >> 24))
-                    self.cv.notify_all()
+                if kind in (MSG_BLS_REPLY, MSG_METRIC_REPLY):
+                    owner, item = arg & 0xffffff, (off, length, arg >> 24, msg[HDR.size:])
+                    if owner == tag:
+                        return item
+                    with self.cv:
+                        self.replies.setdefault(owner, []).append(item)
+                        self.cv.notify_all()
+                else:
+                    if tag is None:
+                        return kind, arg, off, length
+                    with self.cv:
+                        self.control.append((kind, arg, off, length))
+                        self.cv.notify_all()
         finally:
             with self.cv:
                 self.reading = False
                 self.cv.notify_all()
+
+    def next_tag(self):
+        with self.alloc_lock:
+            self.tag = (self.tag + 1) & 0xffffff or 1
+            return self.tag
+
+    # ---- custom metrics ------------------------------------------------------------------
+    def metric_call(self, op, mid=0, kind=0, value=0.0, strings=(), buckets=(), answer=True):
+        """One custom-metrics request to the server (py_int.h, NR_PY_METRIC); with `answer`,
+        waits for its result (an id, a value's bits) and raises its error in Triton's words."""
+        pb = self.pb
+        tag = self.next_tag() if answer else 0
+        body = METRIC.pack(op, kind, mid, value, len(strings), len(buckets)) + \
+            struct.pack("<%dd" % len(buckets), *buckets) + \
+            b"".join(x.encode("utf-8") + b"\0" for x in strings)
+        if len(body) > 60000:
+            raise pb.TritonModelException("the metrics request is too large")
+        self.send(MSG_METRIC, tag, body=body)
+        if not answer:
+            return None
+        result, _, flags, text = self.wait_for(tag)
+        if flags & FLAG_ERROR:
+            raise pb.TritonModelException(self.request_error(text.decode("utf-8", "replace")))
+        return result
+
+    def request_error(self, text):
+        # how Triton's stub wraps an error the server returned
+        return "Failed to process the request for model '%s', message: %s" % (self.name, text)
 
     def reply_view(self, end):
         """The reply file mapped at least up to `end` (the server grows it)."""
@@ -538,8 +589,6 @@ class Stub:
         with self.sender_cv:
             self.senders = []
             self.open = len(reqs)
-        with self.cv:
-            self.replies.clear()  # what the last batch's requests never read
         self.executing = True
         try:
             resps = self.model.execute(reqs)
@@ -671,13 +720,10 @@ class Stub:
             self.send_error(error_text(e))
             return
         while True:
-            try:
-                msg = self.sock.recv(4096)
-            except (ConnectionResetError, InterruptedError):
-                return
-            if len(msg) < HDR.size:
+            msg = self.wait_for(None)
+            if msg is None:
                 return  # the server closed the socket
-            kind, arg, off, length = HDR.unpack_from(msg)
+            kind, arg, off, length = msg
             if kind == MSG_EXECUTE:
                 self.on_execute(off, length)
             elif kind == MSG_INIT:
@@ -687,8 +733,6 @@ class Stub:
             elif kind == MSG_FINALIZE:
                 self.on_finalize()
                 return
-            elif kind == MSG_BLS_REPLY:
-                pass  # the answer to a request the model did not wait for
             else:
                 self.send_error("nereid: unknown message kind %d" % kind)
 

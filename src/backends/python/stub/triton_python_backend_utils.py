@@ -7,6 +7,8 @@ in every model process; nothing needs installing by hand. What crosses to the se
 requests to other models) goes through `_stub`, which the stub sets once it runs.
 """
 import json
+import struct
+import weakref
 
 import numpy as np
 
@@ -333,6 +335,125 @@ class InferenceResponseSender:
 
     def is_cancelled(self):
         return _stub.is_cancelled(self._request)
+
+
+# ---- custom metrics -----------------------------------------------------------------------------
+_M_FAMILY_NEW, _M_FAMILY_DELETE, _M_METRIC_NEW, _M_METRIC_DELETE = 1, 2, 3, 4
+_M_INCREMENT, _M_SET, _M_OBSERVE, _M_VALUE = 5, 6, 7, 8
+_KIND_NAMES = ("COUNTER", "GAUGE", "HISTOGRAM")
+_FAMILY_DELETED = ("Invalid metric operation as the corresponding 'MetricFamily' has been "
+                   "deleted. The 'MetricFamily' object should be deleted AFTER its corresponding "
+                   "'Metric' objects have been deleted.")
+
+
+class MetricFamily:
+    """A family of metrics shown on the server's metrics endpoint: MetricFamily(name,
+    description, kind) with kind COUNTER, GAUGE or HISTOGRAM. Families of the same name and
+    kind are one family, whichever instance or model made them."""
+    COUNTER, GAUGE, HISTOGRAM = 0, 1, 2
+
+    def __init__(self, name, description, kind):
+        self._id = None
+        self._kind = kind
+        self._metrics = weakref.WeakSet()
+        try:
+            self._id = _stub.metric_call(_M_FAMILY_NEW, kind=int(kind),
+                                         strings=(str(name), str(description)))
+        except TritonModelException as e:
+            raise TritonModelException("Error when creating MetricFamily: " + str(e)) from None
+
+    def Metric(self, labels=None, buckets=None):  # noqa: N802 -- Triton's name
+        """The family's metric with these labels (a dict of strings); a histogram's needs its
+        bucket bounds (a list)."""
+        return Metric(self, labels, buckets)
+
+    def __del__(self):
+        if self._id is None:
+            return
+        for m in list(self._metrics):  # Triton clears its metrics first
+            m._delete()
+        try:
+            _stub.metric_call(_M_FAMILY_DELETE, self._id, answer=False)
+        except Exception:  # noqa: BLE001 -- the process is ending
+            pass
+        self._id = None
+
+
+class Metric:
+    """One series of a MetricFamily: increment / set / observe / value, as its kind allows."""
+
+    def __init__(self, family, labels=None, buckets=None):
+        self._id = None
+        self._family = family
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        if buckets is not None and not isinstance(buckets, list):
+            raise TritonModelException("Failed to create metric. Buckets must be a list.")
+        if family._kind == MetricFamily.HISTOGRAM and buckets is None:
+            raise TritonModelException("Failed to create metric. Missing required buckets.")
+        if family._kind != MetricFamily.HISTOGRAM and buckets is not None:
+            raise TritonModelException("Failed to create metric. Unexpected buckets found.")
+        if family._id is None:
+            raise TritonModelException(_FAMILY_DELETED)
+        strings = []
+        for k, v in (labels or {}).items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TritonModelException("Error when creating Metric: label keys and values "
+                                           "must be strings")
+            strings += [k, v]
+        try:
+            self._id = _stub.metric_call(_M_METRIC_NEW, family._id,
+                                         kind=0 if buckets is None else 1, strings=strings,
+                                         buckets=[float(b) for b in buckets or ()])
+        except TritonModelException as e:
+            raise TritonModelException("Error when creating Metric: " + str(e)) from None
+        family._metrics.add(self)
+
+    def _op(self, op, value, what, name):
+        if self._id is None or self._family._id is None:
+            raise TritonModelException(_FAMILY_DELETED)
+        kind = self._family._kind
+        allowed = {MetricFamily.COUNTER: (_M_INCREMENT, _M_VALUE),
+                   MetricFamily.GAUGE: (_M_INCREMENT, _M_SET, _M_VALUE),
+                   MetricFamily.HISTOGRAM: (_M_OBSERVE,)}.get(kind, ())
+        text = None
+        if op not in allowed:
+            text = "TRITONSERVER_METRIC_KIND_%s does not support %s" % (
+                _KIND_NAMES[kind] if kind in (0, 1, 2) else kind, name)
+        elif kind == MetricFamily.COUNTER and op == _M_INCREMENT and value < 0:
+            text = ("TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by "
+                    "non-negative values.")
+        if text is not None:  # refused here, as the server would: no round trip
+            raise TritonModelException(what + _stub.request_error(text))
+        try:
+            return _stub.metric_call(op, self._id, value=float(value), answer=op == _M_VALUE)
+        except TritonModelException as e:
+            raise TritonModelException(what + str(e)) from None
+
+    def increment(self, value):
+        self._op(_M_INCREMENT, value, "Failed to increment metric value: ", "Increment")
+
+    def set(self, value):
+        self._op(_M_SET, value, "Failed to set metric value: ", "Set")
+
+    def observe(self, value):
+        self._op(_M_OBSERVE, value, "Failed to observe metric value: ", "Observe")
+
+    def value(self):
+        bits = self._op(_M_VALUE, 0.0, "Failed to get metric value: ", "Value")
+        return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+    def _delete(self):
+        if self._id is None:
+            return
+        try:
+            _stub.metric_call(_M_METRIC_DELETE, self._id, answer=False)
+        except Exception:  # noqa: BLE001 -- the process is ending
+            pass
+        self._id = None
+
+    def __del__(self):
+        self._delete()
 
 
 # ---- model configuration ------------------------------------------------------------------------
