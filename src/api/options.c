@@ -107,6 +107,11 @@ static nr_status_t *set_backend_directory(void *o, const nr_cli_opt_t *f, const 
     return NULL;
 }
 
+static nr_status_t *add_backend_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return nr_backend_config_add(v);
+}
+
 /* Host policies are process-wide (core/host_policy.c): every server of the process sees them. */
 static nr_status_t *add_host_policy(void *o, const nr_cli_opt_t *f, const char *v)
 {
@@ -192,8 +197,8 @@ static const nr_cli_opt_t flag_table[] = {
     INT("grpc-max-connection-age-grace", grpc.max_connection_age_grace_ms, 0, INT_MAX, "=<ms>",
         ""),
     FN("grpc-header-forward-pattern", ignore, "=<re>",
-       "Accepted: forwarded headers would become request\n"
-       "parameters, which no nereid backend reads"),
+       "Accepted and ignored: no header is forwarded as a\n"
+       "request parameter yet"),
     FN("grpc-restricted-protocol", not_implemented, "=<protocols>:<key>=<value>",
        "Not implemented yet: refused"),
     FLAG("disable-auto-complete-config", set_no_autocomplete,
@@ -248,6 +253,9 @@ static const nr_cli_opt_t flag_table[] = {
        "Use <dir>/onnxruntime/libonnxruntime.so when there, e.g.\n"
        "the onnxruntime-gpu build (default: the one make setup\n"
        "installed; docs/optimization.md)"),
+    FN("backend-config", add_backend_config, "=<backend>,<setting>=<value>",
+       "A backend's setting (python: shm-default-byte-size,\n"
+       "shm-growth-byte-size, stub-timeout-seconds); repeatable"),
     FN("cache-directory", ignore_with_warning, "=<dir>", "Accepted and ignored"),
     FLAG("help", NULL, "This text"),
 };

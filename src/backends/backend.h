@@ -75,6 +75,13 @@ typedef struct {
 typedef void (*nr_host_done_fn)(void *arg, const nr_status_t *status, const nr_tensor_t *outputs,
                                 size_t n_outputs);
 
+/* A file sent with a load (nr_host_t.load_model). */
+typedef struct {
+    const char *path; /* relative to the model directory */
+    const void *data;
+    size_t len;
+} nr_host_file_t;
+
 /* respond's flags: the last response of a request; no response, only the end (Triton's
  * TRITONSERVER_RESPONSE_COMPLETE_FINAL sent without a response). */
 #define NR_RESPONSE_FINAL 1u
@@ -110,6 +117,15 @@ typedef struct {
                                void **out);
     void (*metric_delete)(void *metric);
     nr_status_t *(*metric_op)(void *metric, int op, double value, double *out);
+    /* Model control (Triton's TRITONSERVER_ServerLoadModelWithParameters / UnloadModel /
+     * ModelIsReady): as the repository endpoints do it, in explicit model control mode only;
+     * load blocks until the model is loaded or failed; config: a JSON ModelConfig or NULL;
+     * files: paths relative to the model directory ("1/model.onnx") with their bytes. Refused
+     * while the calling thread is itself loading a model (initialize). Context: any thread. */
+    nr_status_t *(*load_model)(void *ctx, const char *name, const char *config,
+                               const nr_host_file_t *files, size_t n_files);
+    nr_status_t *(*unload_model)(void *ctx, const char *name, bool dependents);
+    bool (*model_ready)(void *ctx, const char *name, int64_t version);
     void *ctx;
 } nr_host_t;
 
@@ -151,5 +167,10 @@ const nr_backend_t *nr_backend_find(const char *name);
  * NULL when not given. */
 void nr_backend_set_directory(const char *dir);
 const char *nr_backend_directory(void);
+/* --backend-config=<backend>,<setting>=<value> (or <setting>=<value> for every backend), as
+ * Triton takes it: kept for the backends to read (nr_backend_config: the backend's own value,
+ * else the global one, else NULL). Set at start, before any model loads. */
+NR_MUST_CHECK nr_status_t *nr_backend_config_add(const char *arg);
+const char *nr_backend_config(const char *backend, const char *key);
 
 #endif

@@ -1,7 +1,10 @@
-/* registry.c - the static list of backends, like nginx's ngx_modules[], and the backend
- * directory. Immutable once the server starts; safe from any thread. Names only: the core maps a platform (onnxruntime_onnx) to its
- * backend name before asking here. */
+/* registry.c - the static list of backends, like nginx's ngx_modules[], the backend
+ * directory and the --backend-config settings. Immutable once the server starts; safe from
+ * any thread. Names only: the core maps a platform (onnxruntime_onnx) to its backend name
+ * before asking here. */
 #include "backend.h"
+
+#include "../common/alloc.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -28,3 +31,44 @@ static const char *g_directory;
 
 void nr_backend_set_directory(const char *dir) { g_directory = dir; }
 const char *nr_backend_directory(void) { return g_directory; }
+
+/* --backend-config settings, in the order given (the last of one key wins). */
+typedef struct {
+    char *backend; /* "" for a setting of every backend */
+    char *key, *value;
+} setting_t;
+
+static setting_t *g_settings;
+static size_t g_n_settings;
+
+nr_status_t *nr_backend_config_add(const char *arg)
+{
+    const char *comma = strchr(arg, ','), *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg || (comma != NULL && comma > eq) || comma == arg ||
+        (comma != NULL && comma + 1 == eq))
+        return nr_status_new(NR_INVALID_ARG, "--backend-config option format is '<backend "
+                             "name>,<setting>=<value>'. Got %s", arg);
+    const char *key = comma != NULL ? comma + 1 : arg;
+    g_settings = nr_realloc(g_settings, (g_n_settings + 1) * sizeof(*g_settings));
+    g_settings[g_n_settings++] = (setting_t){
+        .backend = comma != NULL ? nr_strndup(arg, (size_t)(comma - arg)) : nr_strdup(""),
+        .key = nr_strndup(key, (size_t)(eq - key)),
+        .value = nr_strdup(eq + 1),
+    };
+    return NULL;
+}
+
+const char *nr_backend_config(const char *backend, const char *key)
+{
+    const char *own = NULL, *global = NULL;
+    for (size_t i = 0; i < g_n_settings; i++) {
+        const setting_t *t = &g_settings[i];
+        if (strcmp(t->key, key) != 0)
+            continue;
+        if (strcmp(t->backend, backend) == 0)
+            own = t->value;
+        else if (t->backend[0] == '\0')
+            global = t->value;
+    }
+    return own != NULL ? own : global;
+}

@@ -11,6 +11,7 @@
 
 #include "../common/alloc.h"
 #include "custom_metrics.h"
+#include "repository.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -141,6 +142,60 @@ static nr_status_t *metric_op(void *m, int op, double v, double *out)
     return nr_cmetric_op(m, (nr_cmetric_op_t)op, v, out);
 }
 
+/* ---- model control: the repository's explicit load and unload ---- */
+
+static nr_status_t *control_refused(const nr_model_t *caller)
+{
+    if (caller->repo == NULL)
+        return nr_status_new(NR_UNAVAILABLE, "model '%s' cannot reach the model repository",
+                             caller->name);
+    if (nr_repo_mode(caller->repo) != NR_CONTROL_EXPLICIT) /* the repository endpoints' words */
+        return nr_status_new(NR_UNAVAILABLE, "explicit model load / unload is not allowed if "
+                             "polling is enabled");
+    if (nr_repo_controlling())
+        return nr_status_new(NR_UNAVAILABLE, "a model cannot be loaded or unloaded while "
+                             "another one loads (from a model's initialize)");
+    return NULL;
+}
+
+static nr_status_t *host_load(void *ctx, const char *name, const char *config,
+                              const nr_host_file_t *files, size_t n_files)
+{
+    nr_model_t *caller = ctx;
+    nr_status_t *st = control_refused(caller);
+    if (st != NULL)
+        return st;
+    nr_repo_file_t *rf = nr_calloc(n_files ? n_files : 1, sizeof(*rf));
+    for (size_t i = 0; i < n_files; i++)
+        rf[i] = (nr_repo_file_t){.path = files[i].path, .path_len = strlen(files[i].path),
+                                 .data = files[i].data, .len = files[i].len};
+    nr_repo_load_params_t p = {.config = config, .config_len = config ? strlen(config) : 0,
+                               .files = rf, .n_files = n_files};
+    st = nr_repo_load(caller->repo, name, strlen(name), &p);
+    free(rf);
+    return st;
+}
+
+static nr_status_t *host_unload(void *ctx, const char *name, bool dependents)
+{
+    nr_model_t *caller = ctx;
+    nr_status_t *st = control_refused(caller);
+    return st ? st : nr_repo_unload(caller->repo, name, strlen(name), dependents);
+}
+
+static bool host_ready(void *ctx, const char *name, int64_t version)
+{
+    nr_model_t *caller = ctx, *m = NULL;
+    if (caller->lookup == NULL)
+        return false;
+    nr_status_t *st = caller->lookup(caller->lookup_arg, name, version, &m);
+    bool ready = st == NULL;
+    nr_status_free(st);
+    if (m != NULL)
+        nr_model_release(m);
+    return ready;
+}
+
 void nr_host_bind(nr_model_t *m)
 {
     m->host.infer = host_infer;
@@ -151,5 +206,8 @@ void nr_host_bind(nr_model_t *m)
     m->host.metric_new = metric_new;
     m->host.metric_delete = metric_delete;
     m->host.metric_op = metric_op;
+    m->host.load_model = host_load;
+    m->host.unload_model = host_unload;
+    m->host.model_ready = host_ready;
     m->host.ctx = m;
 }

@@ -61,6 +61,8 @@ struct nr_model_s {
     nr_ensemble_t *ensemble;
     nr_model_lookup_fn lookup; /* set by the repository before nr_model_load */
     void *lookup_arg;
+    struct nr_repo_s *repo;    /* the repository that loads it (its backend's model control,
+                                  host.c); NULL outside one */
     nr_host_t host; /* what its backend's instances may ask of the server (host.c) */
     nr_stats_t stats;
     /* precomputed at load (nr_model_index): the config outputs' indices in

@@ -696,6 +696,27 @@ typedef struct {
 } pending_t;
 
 /* An ensemble's lookup of its composing models (model.h, nr_model_lookup_fn). */
+/* The thread holds control_mu (a load, an unload, a poll): a backend asking for a load from
+ * inside one (a model's initialize) would wait for itself. */
+static _Thread_local bool t_controlling;
+
+static void control_lock(nr_repo_t *repo)
+{
+    nr_lock(&repo->control_mu);
+    t_controlling = true;
+}
+
+static void control_unlock(nr_repo_t *repo)
+{
+    t_controlling = false;
+    nr_unlock(&repo->control_mu);
+}
+
+bool nr_repo_controlling(void)
+{
+    return t_controlling;
+}
+
 static nr_status_t *repo_lookup(void *arg, const char *name, int64_t version, nr_model_t **out)
 {
     return nr_repo_get(arg, name, strlen(name), version, out);
@@ -716,6 +737,7 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     m->on_last_release = to_reaper;
     m->lookup = repo_lookup;
     m->lookup_arg = repo;
+    m->repo = repo;
     atomic_init(&m->refs, 1);
     return m;
 }
@@ -1394,7 +1416,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
         }
     bool all = opts->mode != NR_CONTROL_EXPLICIT ||
                (opts->n_startup_models == 1 && !strcmp(opts->startup_models[0], "*"));
-    nr_lock(&repo->control_mu);
+    control_lock(repo);
     if (all) {
         for (size_t i = 0; i < n; i++)
             nr_status_free(load_model(repo, names[i], NULL, false));
@@ -1413,7 +1435,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
             }
         }
     }
-    nr_unlock(&repo->control_mu);
+    control_unlock(repo);
     free_names(names, n);
     if (opts->mode == NR_CONTROL_POLL && opts->poll_secs > 0) {
         repo->polling = true;
@@ -1435,10 +1457,10 @@ void nr_repo_destroy(nr_repo_t *repo)
         pthread_mutex_unlock(&repo->poll_mu);
         pthread_join(repo->poller, NULL);
     }
-    nr_lock(&repo->control_mu);
+    control_lock(repo);
     for (size_t i = 0; i < repo->n; i++)
         unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name), false);
-    nr_unlock(&repo->control_mu);
+    control_unlock(repo);
     pthread_mutex_lock(&repo->reap_mu);
     repo->stopping = true;
     pthread_cond_broadcast(&repo->reap_cv);
@@ -1646,7 +1668,7 @@ uint64_t nr_repo_inflight(nr_repo_t *repo)
 
 void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
 {
-    nr_lock(&repo->control_mu); /* no load publishes meanwhile */
+    control_lock(repo); /* no load publishes meanwhile */
     repo->obs_cap = cap;
     pthread_rwlock_rdlock(&repo->lock);
     for (size_t i = 0; i < repo->n; i++)
@@ -1654,7 +1676,7 @@ void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
             if (repo->e[i]->v[k].model != NULL)
                 nr_stats_enable_obs(&repo->e[i]->v[k].model->stats, cap);
     pthread_rwlock_unlock(&repo->lock);
-    nr_unlock(&repo->control_mu);
+    control_unlock(repo);
 }
 
 /* ---- model control ------------------------------------------------------------------ */
@@ -1669,9 +1691,9 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
         st = nr_status_new(NR_INTERNAL, "failed to load '%s', failed to poll from model repository",
                            n);
     } else {
-        nr_lock(&repo->control_mu);
+        control_lock(repo);
         st = load_model(repo, n, p, false);
-        nr_unlock(&repo->control_mu);
+        control_unlock(repo);
     }
     free(n);
     return st;
@@ -1679,15 +1701,15 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
 
 nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len, bool dependents)
 {
-    nr_lock(&repo->control_mu);
+    control_lock(repo);
     unload_model(repo, name, len, dependents);
-    nr_unlock(&repo->control_mu);
+    control_unlock(repo);
     return NULL;
 }
 
 void nr_repo_poll(nr_repo_t *repo)
 {
-    nr_lock(&repo->control_mu);
+    control_lock(repo);
     poll_once(repo);
-    nr_unlock(&repo->control_mu);
+    control_unlock(repo);
 }

@@ -133,6 +133,9 @@ NR_MUST_CHECK nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_
  * error. */
 NR_MUST_CHECK nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len,
                                           bool dependents);
+/* Whether the calling thread is inside a load, unload or poll (a model's initialize runs
+ * there): it may not start another. */
+bool nr_repo_controlling(void);
 /* One polling pass: loads added and changed models, unloads removed ones. */
 void nr_repo_poll(nr_repo_t *repo);
 

@@ -1160,11 +1160,200 @@ def test_custom_metrics_kinds_errors_sharing_and_lifetime(server_factory, tmp_pa
     probe(0)  # the instances serve on
 
     assert "autocomplete metrics: Error when creating MetricFamily: Failed to process the " \
-           "request for model 'ac_metrics', message: custom metrics are not available in " \
-           "auto_complete_config" in srv.log
+           "request for model 'ac_metrics', message: custom metrics and model control are not " \
+           "available in auto_complete_config" in srv.log
     client.unload_model("metrics_probe")
     wait_for(lambda: "probe_hist" not in metrics_text(srv) and "probe_bg" not in metrics_text(srv),
              30, "the model's series to go")
     assert 'probe_shared{who="both"} 3\n' in metrics_text(srv)  # metrics_shared holds it
     client.unload_model("metrics_shared")
     wait_for(lambda: "probe_" not in metrics_text(srv), 30, "the last series to go")
+
+
+# ---------------------------------------------------------------------------- model control
+
+# MODE 0: readiness of identity_fp32 before and after loading it; 1: loads py_loaded from a
+# config and a model.py sent as files; 2: unloads it; 3: loads a model that does not exist.
+LOADER = HEADER + '''
+ECHO_PY = b"""import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy() * 10)]) for r in requests]
+"""
+CONFIG = json.dumps({"backend": "python", "max_batch_size": 0,
+                     "input": [{"name": "IN", "data_type": "TYPE_FP32", "dims": [2]}],
+                     "output": [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [2]}]})
+
+
+def report(obj):
+    return [pb_utils.InferenceResponse([pb_utils.Tensor(
+        "TEXT", np.array([json.dumps(obj).encode()], dtype=np.object_))])]
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        try:
+            pb_utils.load_model("identity_fp32")
+        except pb_utils.TritonModelException as e:
+            pb_utils.Logger.log_info("load in initialize: " + str(e))
+
+    def execute(self, requests):
+        mode = int(pb_utils.get_input_tensor_by_name(requests[0], "MODE").as_numpy()[0])
+        try:
+            if mode == 0:
+                before = pb_utils.is_model_ready("identity_fp32")
+                pb_utils.load_model("identity_fp32")
+                return report([before, pb_utils.is_model_ready("identity_fp32"),
+                               pb_utils.is_model_ready("identity_fp32", "1"),
+                               pb_utils.is_model_ready("identity_fp32", "7")])
+            if mode == 1:
+                pb_utils.load_model("py_loaded", config=CONFIG,
+                                    files={"file:1/model.py": ECHO_PY})
+            elif mode == 2:
+                pb_utils.unload_model("py_loaded")
+            elif mode == 3:
+                pb_utils.load_model("no_such_model")
+            return report(pb_utils.is_model_ready("py_loaded"))
+        except pb_utils.TritonModelException as e:
+            return report(str(e))
+'''
+LOADER_IO = """
+input [ { name: "MODE" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+
+def test_model_control_from_python(server_factory, tmp_path):
+    """pb_utils.load_model (from the repository, and from a config and files it sends),
+    is_model_ready, unload_model, in explicit mode; a load of an unknown model fails in the
+    repository's words; initialize may not load (the load it is part of is running); outside
+    explicit mode every load is refused as the repository endpoints refuse it."""
+    import models
+    repo = tmp_path / "repo"
+    models.write_model(repo, "identity_fp32")
+    write_model(repo, "loader", LOADER, LOADER_IO)
+    srv = server_factory([repo], ["--model-control-mode=explicit", "--load-model=loader"])
+    client = httpclient.InferenceServerClient(srv.url)
+
+    def loader(mode):
+        inp = httpclient.InferInput("MODE", [1], "INT32")
+        inp.set_data_from_numpy(np.array([mode], dtype=np.int32))
+        return json.loads(client.infer("loader", [inp]).as_numpy("TEXT")[0])
+
+    assert loader(0) == [False, True, True, False]
+    assert client.is_model_ready("identity_fp32")
+    assert loader(1) is True
+    inp = httpclient.InferInput("IN", [2], "FP32")
+    inp.set_data_from_numpy(fp32([1, 2]))
+    np.testing.assert_array_equal(client.infer("py_loaded", [inp]).as_numpy("OUT"), [10, 20])
+    assert loader(2) is False
+    wait_for(lambda: not client.is_model_ready("py_loaded"), 30, "py_loaded to unload")
+    assert loader(3) == "Failed to process the request for model 'loader_0', message: " \
+                        "failed to load 'no_such_model', failed to poll from model repository"
+    assert "load in initialize: Failed to process the request for model 'loader_0', message: " \
+           "a model cannot be loaded or unloaded while another one loads" in srv.log
+
+    other = server_factory([repo], [])  # MODE_NONE
+    oc = httpclient.InferenceServerClient(other.url)
+    inp = httpclient.InferInput("MODE", [1], "INT32")
+    inp.set_data_from_numpy(np.array([3], dtype=np.int32))
+    assert json.loads(oc.infer("loader", [inp]).as_numpy("TEXT")[0]) == \
+        "Failed to process the request for model 'loader_0', message: explicit model load / " \
+        "unload is not allowed if polling is enabled"
+
+
+# ---------------------------------------------------------------------------- environments
+
+WHERE = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        t = pb_utils.Tensor("TEXT", np.array([json.dumps([sys.executable, sys.prefix]).encode()],
+                                              dtype=np.object_))
+        return [pb_utils.InferenceResponse([t]) for _ in requests]
+'''
+WHERE_IO = """
+input [ { name: "MODE" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+
+def test_packed_execution_environment(server_factory, tmp_path):
+    """EXECUTION_ENV_PATH naming a packed environment ($$TRITON_MODEL_DIRECTORY/env.tar.gz, a
+    conda-pack-style archive of an environment's directory) is unpacked once and its python3
+    runs the model, for both models that name it; an archive that is not one fails that model's
+    load with libarchive's reason, and the others serve."""
+    import tarfile
+    env = tmp_path / "env"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(env)], check=True)
+    repo = tmp_path / "repo"
+    extra = 'parameters: { key: "EXECUTION_ENV_PATH" value: { string_value: ' \
+            '"$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }'
+    for name in ("packed_a", "packed_b", "packed_bad"):
+        d = write_model(repo, name, WHERE, WHERE_IO, extra=extra)
+        if name == "packed_bad":
+            (d / "env.tar.gz").write_bytes(b"this is not an archive\n" * 10)
+            continue
+        with tarfile.open(d / "env.tar.gz", "w:gz") as tar:
+            for p in sorted(env.iterdir()):
+                tar.add(p, arcname=p.name)
+    srv = server_factory([repo], ["--exit-on-error=false"])
+    client = httpclient.InferenceServerClient(srv.url)
+    seen = []
+    for name in ("packed_a", "packed_b"):
+        inp = httpclient.InferInput("MODE", [1], "INT32")
+        inp.set_data_from_numpy(np.array([0], dtype=np.int32))
+        exe, prefix = json.loads(client.infer(name, [inp]).as_numpy("TEXT")[0])
+        assert Path(prefix).name.startswith("python_env_"), prefix
+        assert exe == str(Path(prefix) / "bin" / "python3")
+        seen.append(prefix)
+    assert seen[0] != seen[1]  # two archives: each its own directory
+    assert "Using Python execution env " + str(repo / "packed_a" / "env.tar.gz") in srv.log
+    index = {m["name"]: m for m in json.loads(post(srv.port, "/v2/repository/index").body)}
+    assert index["packed_bad"]["state"] == "UNAVAILABLE"
+    assert "failed to unpack the Python execution environment" in index["packed_bad"]["reason"]
+
+
+SLOW_INIT = HEADER + '''
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(5)
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+'''
+
+
+def test_backend_config_for_python(server_factory, tmp_path):
+    """--backend-config=python,... as Triton reads it: shm-default-byte-size sizes each stub's
+    shared memory, stub-timeout-seconds bounds initialize (a slower one fails its load and is
+    ended), an out-of-range value fails the loads in Triton's words, a malformed option stops
+    the server with Triton's text."""
+    repo = tmp_path / "repo"
+    write_model(repo, "echo", ECHO, ECHO_IO)
+    write_model(repo, "slow_init", SLOW_INIT)
+    srv = server_factory([repo], ["--exit-on-error=false",
+                                  "--backend-config=python,shm-default-byte-size=4194304",
+                                  "--backend-config=python,stub-timeout-seconds=1"])
+    assert get(srv.port, "/v2/models/echo/ready").status == 200
+    pid = stub_pids(srv, "echo_0")[0]
+    assert os.stat(f"/proc/{pid}/fd/6").st_size == 4 << 20
+    index = {m["name"]: m for m in json.loads(post(srv.port, "/v2/repository/index").body)}
+    assert index["slow_init"]["state"] == "UNAVAILABLE"
+    assert "did not answer initialize within 1 s" in index["slow_init"]["reason"]
+    assert stub_pids(srv, "slow_init_0") == []
+
+    bad = server_factory([repo], ["--exit-on-error=false",
+                                  "--backend-config=python,shm-growth-byte-size=0"])
+    index = {m["name"]: m for m in json.loads(post(bad.port, "/v2/repository/index").body)}
+    assert "shm-growth-byte-size can't be smaller than or equal to zero." in \
+        index["echo"]["reason"]
+
+    out = subprocess.run([str(srv.binary), f"--model-repository={repo}", "--backend-config=oops"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert "--backend-config option format is '<backend name>,<setting>=<value>'. Got oops" in \
+        out.stdout + out.stderr

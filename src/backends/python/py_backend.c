@@ -5,7 +5,7 @@
  *     config and the config it returns replaces ours (Triton does the same at load).
  * model_load: finds the interpreter (the model's EXECUTION_ENV_PATH, else the machine's python3).
  * instance_create: starts the instance's stub and initializes the model in it (initialize(args)),
- *     bounded by NR_PY_INIT_TIMEOUT_MS.
+ *     bounded by stub-timeout-seconds (--backend-config=python,...; 30 s).
  * execute: writes the batch into the stub's shared memory, waits for its responses there and
  *     copies each request's outputs out (one buffer per request). A stub that dies fails the
  *     batch it held and is started again for the next one.
@@ -27,10 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef NR_PYTHON_DEFAULT
-#define NR_PYTHON_DEFAULT "/usr/bin/python3"
-#endif
-#define NR_PY_INIT_TIMEOUT_MS 30000 /* Triton's stub-timeout-seconds */
+#define NR_PY_INIT_TIMEOUT_S 30 /* Triton's stub-timeout-seconds */
 #define NR_PY_STOP_TIMEOUT_MS 5000
 
 
@@ -47,38 +44,45 @@ static const char *param(const nr_model_config_t *cfg, const char *key)
     return NULL;
 }
 
-/* EXECUTION_ENV_PATH ($$TRITON_MODEL_DIRECTORY replaced by the model's directory): an unpacked
- * environment whose bin/python3 runs the stub. Without it, the machine's python3. */
 static nr_status_t *interpreter(const nr_model_config_t *cfg, const char *model_dir, char **out)
 {
-    const char *env = param(cfg, "EXECUTION_ENV_PATH");
-    if (env == NULL || env[0] == '\0') {
-        *out = nr_strdup(access(NR_PYTHON_DEFAULT, X_OK) == 0 ? NR_PYTHON_DEFAULT : "python3");
+    return nr_py_env_python(param(cfg, "EXECUTION_ENV_PATH"), model_dir, out);
+}
+
+/* One --backend-config=python,<key>=<value> as Triton reads it (std::stol, then its bound). */
+static nr_status_t *setting(const char *key, long min, long def, const char *too_small, long *out)
+{
+    const char *v = nr_backend_config("python", key);
+    *out = def;
+    if (v == NULL)
         return NULL;
-    }
-    static const char var[] = "$$TRITON_MODEL_DIRECTORY";
-    const char *at = strstr(env, var);
-    char *path = at ? nr_asprintf("%.*s%s%s", (int)(at - env), env, model_dir, at + strlen(var))
-                    : nr_strdup(env);
-    size_t n = strlen(path);
-    if (n > 7 && strcmp(path + n - 7, ".tar.gz") == 0) {
-        nr_status_t *st = nr_status_new(NR_UNSUPPORTED,
-                                        "EXECUTION_ENV_PATH '%s': packed environments are not "
-                                        "supported yet; give the unpacked environment's directory",
-                                        path);
-        free(path);
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || errno == ERANGE)
+        return nr_status_new(NR_INVALID_ARG, "stol");
+    if (n < min)
+        return nr_status_new(NR_INVALID_ARG, "%s", too_small);
+    *out = n;
+    return NULL;
+}
+
+static nr_status_t *settings(py_settings_t *s)
+{
+    long def, growth, timeout;
+    nr_status_t *st = setting("shm-default-byte-size", NR_PY_SHM_DEFAULT, NR_PY_SHM_DEFAULT,
+                              "shm-default-byte-size can't be smaller than 4 MiBs", &def);
+    if (st == NULL)
+        st = setting("shm-growth-byte-size", 1, NR_PY_SHM_DEFAULT,
+                     "shm-growth-byte-size can't be smaller than or equal to zero.", &growth);
+    if (st == NULL)
+        st = setting("stub-timeout-seconds", 1, NR_PY_INIT_TIMEOUT_S,
+                     "stub-timeout-seconds can't be smaller than or equal to zero.", &timeout);
+    if (st != NULL)
         return st;
-    }
-    char *py = nr_asprintf("%s/bin/python3", path);
-    free(path);
-    if (access(py, X_OK) != 0) {
-        nr_status_t *st = nr_status_new(NR_INVALID_ARG,
-                                        "EXECUTION_ENV_PATH: no Python interpreter at '%s': %s",
-                                        py, strerror(errno));
-        free(py);
-        return st;
-    }
-    *out = py;
+    s->shm_default = (size_t)def;
+    s->shm_growth = (size_t)growth;
+    s->timeout_ms = timeout > INT32_MAX / 1000 ? INT32_MAX : (int)timeout * 1000;
     return NULL;
 }
 
@@ -109,10 +113,14 @@ static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_pa
     if (!mentions_autocomplete(model_path))
         return NULL;
     char *python = NULL;
-    nr_status_t *st = interpreter(cfg, "", &python);
+    py_settings_t set;
+    nr_status_t *st = settings(&set);
+    if (st == NULL)
+        st = interpreter(cfg, "", &python);
     if (st != NULL)
         return st;
-    nr_py_stub_t s = {.name = nr_asprintf("%s (auto-complete)", cfg->name ? cfg->name : "")};
+    nr_py_stub_t s = {.name = nr_asprintf("%s (auto-complete)", cfg->name ? cfg->name : ""),
+                      .shm_default = set.shm_default, .shm_growth = set.shm_growth};
     /* the stub's own name is the model's, as Triton names its auto-complete stub */
     st = nr_py_stub_start(&s, python, "autocomplete", cfg->name ? cfg->name : "");
     nr_buf_t b;
@@ -132,7 +140,7 @@ static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_pa
         st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, 0, b.len);
     nr_py_hdr_t h;
     if (st == NULL)
-        st = nr_py_stub_wait(&s, &h, NR_PY_INIT_TIMEOUT_MS, "auto_complete_config");
+        st = nr_py_stub_wait(&s, &h, set.timeout_ms, "auto_complete_config");
     if (st == NULL && h.kind == NR_PY_ERROR)
         st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&s, &h));
     if (st == NULL && h.kind != NR_PY_CONFIG)
@@ -184,7 +192,9 @@ static nr_status_t *py_model_load(const nr_model_config_t *cfg, const char *mode
                              model_path);
     py_model_t *m = nr_calloc(1, sizeof(*m));
     m->cfg = cfg;
-    nr_status_t *st = interpreter(cfg, model_dir, &m->python);
+    nr_status_t *st = settings(&m->settings);
+    if (st == NULL)
+        st = interpreter(cfg, model_dir, &m->python);
     if (st != NULL) {
         py_model_unload(m);
         return st;
@@ -252,7 +262,7 @@ static nr_status_t *inst_start(py_inst_t *in)
     nr_buf_free(&b);
     nr_py_hdr_t h;
     if (st == NULL)
-        st = nr_py_stub_wait(&in->stub, &h, NR_PY_INIT_TIMEOUT_MS, "initialize");
+        st = nr_py_stub_wait(&in->stub, &h, m->settings.timeout_ms, "initialize");
     if (st == NULL && h.kind == NR_PY_ERROR)
         st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
     if (st != NULL) {
@@ -277,7 +287,9 @@ static nr_status_t *py_instance_create(void *model_state, const nr_instance_info
     in->owned = true; /* the loading thread reads until the listener starts */
     in->name = nr_strdup(info->name);
     in->stub.name = in->name;
-    in->stub.side = py_side_metric;
+    in->stub.shm_default = in->m->settings.shm_default;
+    in->stub.shm_growth = in->m->settings.shm_growth;
+    in->stub.side = py_side_message;
     in->stub.side_arg = in;
     NR_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", in->name,
                 kind_name(info->kind), info->device_id);

@@ -32,9 +32,9 @@ enum {
     NR_PY_AUTOCOMPLETE = 4, /* body: {"config": {...}, "model_path": "..."} */
     NR_PY_BLS_REPLY = 5,    /* arg: the request's tag | flags << 24 (NR_RESPONSE_FINAL on its
                                last); body: a response (in the reply file) */
-    NR_PY_METRIC_REPLY = 6, /* arg: the request's tag | flags << 24; off: the result (an id,
-                               a double's bits); with NR_PY_REPLY_ERROR: off the code, the
-                               error text inline */
+    NR_PY_SIDE_REPLY = 6,   /* to NR_PY_METRIC / NR_PY_CONTROL: arg: the request's tag |
+                               flags << 24; off: the result (an id, a double's bits, a bool);
+                               with NR_PY_REPLY_ERROR: off the code, the error text inline */
     NR_PY_OK = 10,
     NR_PY_ERROR = 11,       /* inline body: the error text; arg: a TritonError code */
     NR_PY_RESPONSES = 12,   /* body: the batch's responses (below, shared memory) */
@@ -51,7 +51,20 @@ enum {
     NR_PY_METRIC = 18,      /* custom metrics, at any time: arg: a tag (0: no answer wanted);
                                inline body: nr_py_metric_t, n_buckets doubles, then n_strings
                                NUL-terminated strings */
+    NR_PY_CONTROL = 19,     /* load_model / unload_model / is_model_ready: arg: a tag; inline
+                               body: nr_py_control_t, then n_strings NUL-terminated strings */
 };
+enum { /* nr_py_control_t.op */
+    NR_PY_C_LOAD = 1,   /* strings: name, config (JSON or ""), then per file its path in the
+                           model directory and the file the stub wrote its bytes to */
+    NR_PY_C_UNLOAD = 2, /* strings: name; flag: unload dependents */
+    NR_PY_C_READY = 3,  /* strings: name; version (-1: any) -> 1 when READY */
+};
+typedef struct {
+    uint32_t op, flag;
+    int64_t version;
+    uint32_t n_strings, pad;
+} nr_py_control_t;                                                               /* <IIqII */
 enum { /* nr_py_metric_t.op */
     NR_PY_M_FAMILY_NEW = 1,    /* kind; strings: name, description -> the family's id */
     NR_PY_M_FAMILY_DELETE = 2, /* id */
@@ -132,7 +145,10 @@ typedef struct nr_py_stub_s {
     char *reply;     /* mapped [0, reply_size) */
     size_t reply_size;
     char *msg;       /* NR_PY_MSG_MAX bytes: the last message received */
-    /* NR_PY_METRIC messages, wherever the socket is read (NULL: answered with an error) */
+    size_t shm_default, shm_growth; /* the shared file's first size and growth step (0:
+                                       NR_PY_SHM_DEFAULT; --backend-config=python,...) */
+    /* NR_PY_METRIC and NR_PY_CONTROL messages, wherever the socket is read (NULL: answered
+     * with an error) */
     void (*side)(void *arg, struct nr_py_stub_s *s, const nr_py_hdr_t *h, const char *body,
                  size_t len);
     void *side_arg;
@@ -171,8 +187,15 @@ bool nr_py_stub_hung_up(const nr_py_stub_t *s);
 const char *nr_py_stub_text(nr_py_stub_t *s, const nr_py_hdr_t *hdr);
 
 /* ---- the backend's state (py_backend.c) -------------------------------------------------- */
+/* --backend-config=python,... (Triton's keys), read when a model loads. */
+typedef struct {
+    size_t shm_default, shm_growth; /* shm-default-byte-size, shm-growth-byte-size */
+    int timeout_ms;                 /* stub-timeout-seconds: initialize, auto-complete */
+} py_settings_t;
+
 typedef struct {
     const nr_model_config_t *cfg;
+    py_settings_t settings;
     char *python;      /* the interpreter */
     char *model_path;  /* <repository>/<model>/<version>/model.py */
     char *model_dir;   /* <repository>/<model> */
@@ -208,6 +231,12 @@ typedef struct {
     size_t n_families, n_metrics;
 } py_inst_t;
 
+/* ---- the interpreter (py_env.c) -------------------------------------------------------- */
+/* The python3 a model runs with: the machine's (env NULL or ""), or the one of its execution
+ * environment (EXECUTION_ENV_PATH, $$TRITON_MODEL_DIRECTORY replaced by model_dir): a
+ * directory, or an archive unpacked once. */
+nr_status_t *nr_py_env_python(const char *env, const char *model_dir, char **out);
+
 /* ---- messages outside the request path (py_side.c) ---------------------------------------- */
 /* The listener: started once the instance's first stub runs (its socket attached), stopped
  * before the instance goes. */
@@ -218,9 +247,10 @@ void py_side_own(py_inst_t *in);
 void py_side_release(py_inst_t *in);
 /* The stub was started anew: its socket goes into the listener's epoll (disarmed, owned). */
 void py_side_attach(py_inst_t *in);
-/* A custom-metrics request (NR_PY_METRIC): done, answered when it asks for an answer. */
-void py_side_metric(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
-                    size_t len);
+/* A custom-metrics or model-control request (NR_PY_METRIC, NR_PY_CONTROL): done, answered
+ * when it asks for an answer. */
+void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
+                     size_t len);
 /* The metrics a stub that ended had made are deleted. */
 void py_side_forget(py_inst_t *in);
 

@@ -1,5 +1,6 @@
-/* py_side.c - what a Python model sends outside its requests: log lines and custom metrics
- * (pb_utils.MetricFamily / Metric), from initialize, execute, finalize or threads of its own.
+/* py_side.c - what a Python model sends outside its requests: log lines, custom metrics
+ * (pb_utils.MetricFamily / Metric) and model control (load_model, unload_model,
+ * is_model_ready), from initialize, execute, finalize or threads of its own.
  *
  * Who reads the socket. The thread that runs execute (or starts or stops the stub) reads it
  * itself, as it waits for its answer: no thread hop on the request path. While nobody does,
@@ -15,9 +16,11 @@
 #include "py_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/buf.h"
 #include "../../common/log.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,19 +184,31 @@ static void reply(nr_py_stub_t *s, uint32_t tag, nr_status_t *st, uint64_t resul
         if (st != NULL)
             NR_LOG_WARN("custom metric of '%s': %s", s->name, st->msg);
     } else if (st != NULL) {
-        nr_status_free(nr_py_stub_send_text(s, NR_PY_METRIC_REPLY,
+        nr_status_free(nr_py_stub_send_text(s, NR_PY_SIDE_REPLY,
                                             (tag & 0xffffffu) | NR_PY_REPLY_ERROR << 24,
                                             (uint64_t)st->code, st->msg, strlen(st->msg)));
     } else {
-        nr_status_free(nr_py_stub_send(s, NR_PY_METRIC_REPLY, tag & 0xffffffu, result, 0));
+        nr_status_free(nr_py_stub_send(s, NR_PY_SIDE_REPLY, tag & 0xffffffu, result, 0));
     }
     nr_status_free(st);
 }
 
-void py_side_metric(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
-                    size_t len)
+/* The n NUL-terminated strings at [p, end) into strs[]; false when they run past end. */
+static bool split_strings(const char *p, const char *end, const char **strs, size_t n)
 {
-    py_inst_t *in = arg;
+    for (size_t i = 0; i < n; i++) {
+        const char *nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+        if (nul == NULL)
+            return false;
+        strs[i] = p;
+        p = nul + 1;
+    }
+    return true;
+}
+
+static void metric_message(py_inst_t *in, nr_py_stub_t *s, const nr_py_hdr_t *h,
+                           const char *body, size_t len)
+{
     const nr_host_t *host = in->info.host;
     nr_py_metric_t mh;
     if (len < sizeof(mh)) {
@@ -214,15 +229,8 @@ void py_side_metric(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char
     const char *few_s[16], **strs = mh.n_strings <= 16 ? few_s
                                                        : nr_malloc(mh.n_strings * sizeof(char *));
     nr_status_t *st = NULL;
-    for (uint32_t i = 0; i < mh.n_strings && st == NULL; i++) {
-        const char *nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
-        if (nul == NULL) {
-            st = nr_status_new(NR_INVALID_ARG, "malformed metrics request");
-            break;
-        }
-        strs[i] = p;
-        p = nul + 1;
-    }
+    if (!split_strings(p, end, strs, mh.n_strings))
+        st = nr_status_new(NR_INVALID_ARG, "malformed metrics request");
     uint64_t result = 0;
     void *handle;
     if (st != NULL) {
@@ -264,4 +272,75 @@ void py_side_metric(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char
     if (strs != few_s)
         free(strs);
     reply(s, h->arg, st, result);
+}
+
+/* ---- model control (pb_utils.load_model, unload_model, is_model_ready) ------------------- */
+
+/* The whole of file `path` (the stub wrote it for this load) into *data. */
+static nr_status_t *read_file(const char *path, char **data, size_t *len)
+{
+    nr_buf_t b;
+    nr_buf_init(&b);
+    int err = nr_buf_read_file(&b, path, SIZE_MAX);
+    if (err != 0) {
+        nr_buf_free(&b);
+        return nr_status_new(NR_INVALID_ARG, "unable to read '%s': %s", path, strerror(err));
+    }
+    *data = b.data;
+    *len = b.len;
+    return NULL;
+}
+
+static void control_message(py_inst_t *in, nr_py_stub_t *s, const nr_py_hdr_t *h,
+                            const char *body, size_t len)
+{
+    const nr_host_t *host = in->info.host;
+    nr_py_control_t ch;
+    const char *strs_few[16], **strs = strs_few;
+    nr_status_t *st = NULL;
+    uint64_t result = 0;
+    if (len < sizeof(ch)) {
+        reply(s, h->arg, nr_status_new(NR_INVALID_ARG, "malformed model control request"), 0);
+        return;
+    }
+    memcpy(&ch, body, sizeof(ch));
+    if (ch.n_strings > 16)
+        strs = nr_malloc(ch.n_strings * sizeof(char *));
+    if (ch.n_strings > len || ch.n_strings < 1 ||
+        !split_strings(body + sizeof(ch), body + len, strs, ch.n_strings)) {
+        st = nr_status_new(NR_INVALID_ARG, "malformed model control request");
+    } else if (ch.op == NR_PY_C_LOAD && ch.n_strings >= 2 && ch.n_strings % 2 == 0) {
+        size_t n_files = (ch.n_strings - 2) / 2;
+        nr_host_file_t *files = nr_calloc(n_files ? n_files : 1, sizeof(*files));
+        for (size_t i = 0; i < n_files && st == NULL; i++) {
+            char *data = NULL;
+            files[i].path = strs[2 + 2 * i];
+            st = read_file(strs[3 + 2 * i], &data, &files[i].len);
+            files[i].data = data;
+        }
+        if (st == NULL)
+            st = host->load_model(host->ctx, strs[0], strs[1][0] ? strs[1] : NULL, files,
+                                  n_files);
+        for (size_t i = 0; i < n_files; i++)
+            free((void *)files[i].data);
+        free(files);
+    } else if (ch.op == NR_PY_C_UNLOAD) {
+        st = host->unload_model(host->ctx, strs[0], ch.flag != 0);
+    } else if (ch.op == NR_PY_C_READY) {
+        result = host->model_ready(host->ctx, strs[0], ch.version);
+    } else {
+        st = nr_status_new(NR_INVALID_ARG, "malformed model control request");
+    }
+    if (strs != strs_few)
+        free(strs);
+    reply(s, h->arg, st, result);
+}
+
+void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
+                     size_t len)
+{
+    if (h->kind == NR_PY_CONTROL)
+        control_message(arg, s, h, body, len);
+    else
+        metric_message(arg, s, h, body, len);
 }

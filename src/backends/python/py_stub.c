@@ -127,7 +127,7 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
     if (s->shm_fd < 0 || s->reply_fd < 0)
         st = nr_status_new(NR_INTERNAL, "memfd_create: %s", strerror(errno));
     if (st == NULL)
-        st = nr_py_stub_reserve(s, NR_PY_SHM_DEFAULT);
+        st = nr_py_stub_reserve(s, s->shm_default ? s->shm_default : NR_PY_SHM_DEFAULT);
     if (st == NULL)
         st = nr_py_stub_reserve_reply(s, NR_PY_REPLY_HEAD);
     if (st != NULL) {
@@ -243,7 +243,8 @@ static nr_status_t *reserve(nr_py_stub_t *s, int fd, char **addr, size_t *cur, s
     if (fstat(fd, &sb) != 0)
         return nr_status_new(NR_INTERNAL, "fstat: %s", strerror(errno));
     if ((size_t)sb.st_size < size) {
-        size_t grown = (size + NR_PY_SHM_DEFAULT - 1) / NR_PY_SHM_DEFAULT * NR_PY_SHM_DEFAULT;
+        size_t step = s->shm_growth ? s->shm_growth : NR_PY_SHM_DEFAULT;
+        size_t grown = (size + step - 1) / step * step;
         if (ftruncate(fd, (off_t)grown) != 0)
             return nr_status_new(NR_UNAVAILABLE,
                                  "unable to grow the shared memory of '%s' to %zu bytes: %s",
@@ -349,13 +350,14 @@ static bool side_message(nr_py_stub_t *s, size_t n)
         stub_log(body, len);
         return true;
     }
-    if (h.kind != NR_PY_METRIC)
+    if (h.kind != NR_PY_METRIC && h.kind != NR_PY_CONTROL)
         return false;
     if (s->side != NULL) {
         s->side(s->side_arg, s, &h, body, len);
     } else if (h.arg != 0) { /* an auto-complete stub */
-        static const char text[] = "custom metrics are not available in auto_complete_config";
-        nr_status_free(nr_py_stub_send_text(s, NR_PY_METRIC_REPLY,
+        static const char text[] = "custom metrics and model control are not available in "
+                                   "auto_complete_config";
+        nr_status_free(nr_py_stub_send_text(s, NR_PY_SIDE_REPLY,
                                             (h.arg & 0xffffffu) | NR_PY_REPLY_ERROR << 24,
                                             NR_UNSUPPORTED, text, sizeof(text) - 1));
     }
@@ -400,7 +402,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             continue;
         if (pr == 0) {
             kill(s->pid, SIGKILL);
-            (void)gone(s, what);
+            nr_status_free(gone(s, what)); /* reaped and logged; the timeout is the error */
             return nr_status_new(NR_UNAVAILABLE,
                                  "the Python stub of '%s' did not answer %s within %d s",
                                  s->name, what, timeout_ms / 1000);

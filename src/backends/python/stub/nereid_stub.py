@@ -34,9 +34,9 @@ SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
 
 # message kinds (py_wire.h)
 MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
-MSG_METRIC_REPLY = 6
+MSG_SIDE_REPLY = 6
 MSG_OK, MSG_ERROR, MSG_RESPONSES, MSG_LOG, MSG_CONFIG, MSG_BLS = 10, 11, 12, 13, 14, 15
-MSG_RESPONSE, MSG_CANCELLED, MSG_METRIC = 16, 17, 18
+MSG_RESPONSE, MSG_CANCELLED, MSG_METRIC, MSG_CONTROL = 16, 17, 18, 19
 FLAG_FINAL, FLAG_NONE = 1, 2            # a sender's response: the last; no response, the end
 FLAG_CANCELLED = 4                      # the answer to MSG_CANCELLED: the client has gone
 FLAG_ERROR = 8                          # an answer that is an error (its text inline)
@@ -51,6 +51,7 @@ LOGHDR = struct.Struct("<II")           # level, line
 BLS = struct.Struct("<IIIIIIqQII")      # name_len, n_inputs, n_want, id_len, want_len, flags,
                                         # version, timeout_us, params_len, 0
 METRIC = struct.Struct("<IIQdII")       # op, kind, id, value, n_strings, n_buckets
+CONTROL = struct.Struct("<IIqII")       # op, flag, version, n_strings, 0
 COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read
 ALIGN = 64
 GROWTH = 1 << 20
@@ -251,7 +252,7 @@ class Stub:
                         return None
                     raise self.pb.TritonModelException("the server closed the stub's socket")
                 kind, arg, off, length = HDR.unpack_from(msg)
-                if kind in (MSG_BLS_REPLY, MSG_METRIC_REPLY):
+                if kind in (MSG_BLS_REPLY, MSG_SIDE_REPLY):
                     owner, item = arg & 0xffffff, (off, length, arg >> 24, msg[HDR.size:])
                     if owner == tag:
                         return item
@@ -292,6 +293,41 @@ class Stub:
         if flags & FLAG_ERROR:
             raise pb.TritonModelException(self.request_error(text.decode("utf-8", "replace")))
         return result
+
+    # ---- model control ---------------------------------------------------------------------
+    def control_call(self, op, strings, flag=0, version=-1):
+        """load_model / unload_model / is_model_ready: the server's answer (it blocks until a
+        load has finished), its error raised."""
+        pb = self.pb
+        tag = self.next_tag()
+        body = CONTROL.pack(op, flag, version, len(strings), 0) + \
+            b"".join(x.encode("utf-8") + b"\0" for x in strings)
+        if len(body) > 60000:
+            raise pb.TritonModelException("the model control request is too large")
+        self.send(MSG_CONTROL, tag, body=body)
+        result, _, flags, text = self.wait_for(tag)
+        if flags & FLAG_ERROR:
+            raise pb.TritonModelException(self.request_error(text.decode("utf-8", "replace")))
+        return result
+
+    def load_model(self, name, config, files):
+        """pb_utils.load_model: the files go through a directory of their own, read by the
+        server during the load and removed after it."""
+        import shutil
+        import tempfile
+        strings = [str(name), config or ""]
+        tmp = tempfile.mkdtemp(prefix="nereid-load-") if files else None
+        try:
+            for i, (key, data) in enumerate((files or {}).items()):
+                path = key[5:] if key.startswith("file:") else key
+                where = os.path.join(tmp, "%d" % i)
+                with open(where, "wb") as f:
+                    f.write(data)
+                strings += [path, where]
+            self.control_call(1, strings)
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def request_error(self, text):
         # how Triton's stub wraps an error the server returned

@@ -337,6 +337,25 @@ class InferenceResponseSender:
         return _stub.is_cancelled(self._request)
 
 
+# ---- model control ------------------------------------------------------------------------------
+def load_model(model_name, config="", files=None):
+    """Loads (or reloads) `model_name` as the repository's load endpoint does (explicit model
+    control mode only): `config` a JSON model configuration, `files` {"file:<path>": bytes}
+    with paths relative to the model directory. Returns once it is loaded; raises its error."""
+    _stub.load_model(model_name, config, files)
+
+
+def unload_model(model_name, unload_dependents=False):
+    """Unloads `model_name` (and, for an ensemble, with unload_dependents, what it brought)."""
+    _stub.control_call(2, [str(model_name)], flag=1 if unload_dependents else 0)
+
+
+def is_model_ready(model_name, model_version=""):
+    """Whether `model_name` (version `model_version`, "" for any) is ready."""
+    version = int(model_version) if str(model_version) != "" else -1
+    return bool(_stub.control_call(3, [str(model_name)], version=version))
+
+
 # ---- custom metrics -----------------------------------------------------------------------------
 _M_FAMILY_NEW, _M_FAMILY_DELETE, _M_METRIC_NEW, _M_METRIC_DELETE = 1, 2, 3, 4
 _M_INCREMENT, _M_SET, _M_OBSERVE, _M_VALUE = 5, 6, 7, 8
