@@ -268,7 +268,7 @@ TSAN_E2E    ?= tests/e2e/test_concurrency.py tests/e2e/test_connections.py tests
                tests/e2e/test_infer_binary.py tests/e2e/test_dynamic_batching.py \
                tests/e2e/test_shared_memory.py tests/e2e/test_grpc.py tests/e2e/test_metrics.py \
                tests/e2e/test_model_control.py tests/e2e/test_ensemble.py \
-               tests/e2e/test_python_backend.py
+               tests/e2e/test_python_backend.py tests/e2e/test_generate.py
 TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 # The core's unit tests that run instance threads, the scheduler and the repository's reaper.
 TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble test_capi

@@ -696,3 +696,37 @@ const nr_jv_t *nr_jv_get(const nr_jv_t *obj, const char *key)
     }
     return NULL;
 }
+
+void nr_json_write(nr_buf_t *b, const nr_jv_t *v)
+{
+    switch (v->type) {
+    case NR_JV_NULL: nr_buf_puts(b, "null"); break;
+    case NR_JV_FALSE: nr_buf_puts(b, "false"); break;
+    case NR_JV_TRUE: nr_buf_puts(b, "true"); break;
+    case NR_JV_INT: nr_buf_i64(b, v->u.i); break;
+    case NR_JV_UINT: nr_buf_u64(b, (uint64_t)v->u.i); break;
+    case NR_JV_REAL: nr_buf_double(b, v->u.d); break;
+    case NR_JV_STRING: nr_buf_json_str(b, v->u.str, v->n); break;
+    case NR_JV_ARRAY:
+        nr_buf_putc(b, '[');
+        for (size_t i = 0; i < v->n; i++) {
+            if (i)
+                nr_buf_putc(b, ',');
+            nr_json_write(b, &v->u.items[i]);
+        }
+        nr_buf_putc(b, ']');
+        break;
+    case NR_JV_OBJECT:
+        nr_buf_putc(b, '{');
+        for (size_t i = 0; i < v->n; i++) {
+            if (i)
+                nr_buf_putc(b, ',');
+            nr_buf_json_str(b, v->u.members[i].key, v->u.members[i].key_len);
+            nr_buf_putc(b, ':');
+            nr_json_write(b, &v->u.members[i].val);
+        }
+        nr_buf_putc(b, '}');
+        break;
+    default: break;
+    }
+}

@@ -9,6 +9,7 @@
 #ifndef NR_JSON_H
 #define NR_JSON_H
 
+#include "buf.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -80,6 +81,9 @@ bool nr_json_leaves_next(nr_json_leaves_t *it, nr_jv_t *v);
 /* Decodes the raw text of an escaped STRING leaf into out (at most n bytes;
  * NULL only counts); returns the decoded length. */
 size_t nr_json_unescape(const char *raw, size_t n, char *out);
+/* v written back as compact JSON (numbers as they read back, strings escaped; a span is
+ * left out). */
+void nr_json_write(nr_buf_t *b, const nr_jv_t *v);
 /* First member named key of an object; NULL if obj is NULL, not an object or lacks it. */
 const nr_jv_t *nr_jv_get(const nr_jv_t *obj, const char *key);
 

@@ -403,8 +403,16 @@ void nr_req_respond(nr_req_t *req, const nr_status_t *err, unsigned flags)
     if (!req->final_sent) {
         if (flags & NR_RESPONSE_FINAL)
             req->final_sent = true;
-        if (req->on_response != NULL)
+        if (req->on_response != NULL) {
+            uint64_t t0 = req->t_last_response_ns ? req->t_last_response_ns : req->t_exec_ns;
+            uint64_t t1 = nr_now_ns();
             req->on_response(req, err, flags, req->done_arg);
+            uint64_t t2 = nr_now_ns();
+            nr_resp_kind_t kind = err != NULL ? NR_RESP_FAIL
+                                  : (flags & NR_RESPONSE_NONE) ? NR_RESP_EMPTY : NR_RESP_SUCCESS;
+            nr_stats_response(&req->model->stats, req->n_responses++, t1 - t0, t2 - t1, kind);
+            req->t_last_response_ns = t2;
+        }
     }
     for (size_t k = 0; k < req->n_want; k++) {
         nr_hold_unref(req->outputs[k].hold);

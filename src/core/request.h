@@ -82,6 +82,8 @@ struct nr_req_s {
      * decoupled model refuses the request. */
     nr_req_response_fn on_response;
     bool final_sent; /* the final response has been delivered (decoupled models) */
+    uint32_t n_responses;        /* delivered so far (response statistics) */
+    uint64_t t_last_response_ns; /* when the last one was (0: none yet) */
     void *frontend; /* frontend's per-request state (not touched by core) */
     /* Run on the submitting thread (inline) only when the model's mean
      * execution so far is shorter than this; 0 = no limit. A frontend whose

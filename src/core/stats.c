@@ -20,6 +20,8 @@ void nr_stats_destroy(nr_stats_t *s)
 {
     free(s->batch);
     s->batch = NULL;
+    free(s->resp);
+    s->resp = NULL;
     nr_obs_free(atomic_exchange(&s->obs, NULL));
     pthread_mutex_destroy(&s->group);
 }
@@ -71,11 +73,42 @@ void nr_stats_snapshot(const nr_stats_t *s, nr_stats_snap_t *o)
         if (bs.compute_infer.count)
             o->batch[o->n_batch++] = bs;
     }
+    if (s->n_resp > 0) {
+        o->resp = nr_calloc(s->n_resp, sizeof(*o->resp));
+        o->n_resp = s->n_resp;
+        for (uint32_t i = 0; i < s->n_resp; i++) {
+            const nr_stat_resp_t *r = &s->resp[i];
+            o->resp[i] = (struct nr_resp_snap_s){snap(&r->compute_infer), snap(&r->compute_output),
+                                                  snap(&r->success), snap(&r->fail),
+                                                  snap(&r->empty_response), snap(&r->cancel)};
+        }
+    }
     pthread_mutex_unlock(group);
+}
+
+void nr_stats_response(nr_stats_t *s, uint32_t index, uint64_t infer_ns, uint64_t output_ns,
+                       nr_resp_kind_t kind)
+{
+    pthread_mutex_lock(&s->group);
+    if (index >= s->n_resp) {
+        s->resp = nr_realloc(s->resp, ((size_t)index + 1) * sizeof(*s->resp));
+        memset(s->resp + s->n_resp, 0, (index + 1 - s->n_resp) * sizeof(*s->resp));
+        s->n_resp = index + 1;
+    }
+    nr_stat_resp_t *r = &s->resp[index];
+    nr_stat_add(&r->compute_infer, infer_ns);
+    nr_stat_add(&r->compute_output, output_ns);
+    nr_stat_add(kind == NR_RESP_SUCCESS ? &r->success
+                : kind == NR_RESP_FAIL  ? &r->fail
+                                        : &r->empty_response,
+                infer_ns + output_ns);
+    pthread_mutex_unlock(&s->group);
 }
 
 void nr_stats_snap_free(nr_stats_snap_t *snap)
 {
     free(snap->batch);
     snap->batch = NULL;
+    free(snap->resp);
+    snap->resp = NULL;
 }

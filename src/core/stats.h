@@ -40,6 +40,14 @@ typedef struct {
     nr_stat_dur_t compute_input, compute_infer, compute_output;
 } nr_stat_batch_t;
 
+/* Per response index of a decoupled model's requests (Triton's response_stats): the time
+ * since the request's execution or its previous response, the time its frontend took, and
+ * the response's outcome with their sum. */
+typedef struct {
+    nr_stat_dur_t compute_infer, compute_output, success, fail, empty_response, cancel;
+} nr_stat_resp_t;
+typedef enum { NR_RESP_SUCCESS, NR_RESP_FAIL, NR_RESP_EMPTY } nr_resp_kind_t;
+
 typedef struct nr_stats_s {
     atomic_uint_fast64_t last_inference_ms;
     atomic_uint_fast64_t inference_count; /* sum of batch sizes of successful requests */
@@ -50,6 +58,8 @@ typedef struct nr_stats_s {
     _Atomic(nr_obs_t *) obs; /* recent requests, for summaries; NULL = not recorded */
     nr_stat_batch_t *batch; /* [max_batch_size + 1], indexed by batch size */
     uint32_t n_batch;
+    nr_stat_resp_t *resp;   /* [n_resp] by response index; grown and read under group */
+    uint32_t n_resp;
     pthread_mutex_t group; /* one execution's additions vs. a snapshot */
 } nr_stats_t;
 
@@ -65,6 +75,10 @@ typedef struct {
     uint64_t failure[NR_FAIL_N];
     nr_batch_snap_t *batch; /* only sizes that executed, ascending; owned by snapshot */
     uint32_t n_batch;
+    struct nr_resp_snap_s {
+        nr_dur_snap_t compute_infer, compute_output, success, fail, empty_response, cancel;
+    } *resp; /* [n_resp] by response index; owned by the snapshot */
+    uint32_t n_resp;
 } nr_stats_snap_t;
 
 void nr_stats_init(nr_stats_t *s, uint32_t max_batch_size);
@@ -75,6 +89,9 @@ void nr_stats_snap_free(nr_stats_snap_t *snap);
 /* Starts recording observations in a ring of `cap` (once; later calls keep
  * the first ring). Any thread, also while requests run. */
 void nr_stats_enable_obs(nr_stats_t *s, size_t cap);
+/* One response of a decoupled model's request, the index-th of it. Takes `group`. */
+void nr_stats_response(nr_stats_t *s, uint32_t index, uint64_t infer_ns, uint64_t output_ns,
+                       nr_resp_kind_t kind);
 /* The "BACKEND" ... label of a reason. */
 const char *nr_fail_reason_name(nr_fail_reason_t r);
 

@@ -753,6 +753,17 @@ def test_decoupled_examples_over_grpc_streaming(examples_server):
     assert [int(r.as_numpy("IDX")[0]) for r, _ in got[:4]] == [0, 1, 2, 3]
     assert [final_flag(r) for r, _ in got] == [False] * 4 + [True]
 
+    # response statistics by response index (the IN = 4 requests' fifth is their empty final)
+    for stats in (httpclient.InferenceServerClient(examples_server.url)
+                  .get_inference_statistics("square_int32")["model_stats"][0],
+                  client.get_inference_statistics("square_int32", as_json=True)
+                  ["model_stats"][0]):
+        rs = stats["response_stats"]
+        assert {"0", "1", "2", "3", "4"} <= set(rs), rs
+        assert int(rs["0"]["success"]["count"]) >= 6
+        assert int(rs["4"]["empty_response"]["count"]) >= 2
+        assert set(rs["0"]) == {"compute_infer", "compute_output", "success", "fail",
+                                "empty_response", "cancel"}
     with pytest.raises(InferenceServerException) as e:
         client.infer("square_int32", [int32_input("IN", [2])])
     assert e.value.status() == "StatusCode.UNIMPLEMENTED"

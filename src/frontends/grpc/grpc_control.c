@@ -8,6 +8,7 @@
 
 #include "../../common/alloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,26 @@ static void add_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
         b->compute_infer = dur(a, &sn->batch[i].compute_infer);
         b->compute_output = dur(a, &sn->batch[i].compute_output);
         ms->batch_stats[i] = b;
+    }
+    ms->n_response_stats = sn->n_resp; /* a decoupled model's, by response index */
+    ms->response_stats = zalloc(a, sn->n_resp * sizeof(*ms->response_stats));
+    for (uint32_t i = 0; i < sn->n_resp; i++) {
+        const struct nr_resp_snap_s *r = &sn->resp[i];
+        Inference__InferResponseStatistics *x = zalloc(a, sizeof(*x));
+        inference__infer_response_statistics__init(x);
+        x->compute_infer = dur(a, &r->compute_infer);
+        x->compute_output = dur(a, &r->compute_output);
+        x->success = dur(a, &r->success);
+        x->fail = dur(a, &r->fail);
+        x->empty_response = dur(a, &r->empty_response);
+        x->cancel = dur(a, &r->cancel);
+        Inference__ModelStatistics__ResponseStatsEntry *e = zalloc(a, sizeof(*e));
+        inference__model_statistics__response_stats_entry__init(e);
+        char key[16];
+        snprintf(key, sizeof(key), "%u", i);
+        e->key = arena_str(a, key);
+        e->value = x;
+        ms->response_stats[i] = e;
     }
     PUSH(acc, ms);
 }

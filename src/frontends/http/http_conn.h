@@ -19,4 +19,10 @@ void nr_http_on_connection(void *cls, struct MHD_Connection *c, void **socket_co
  * request and still read the answer. */
 void nr_http_conn_busy(struct MHD_Connection *c, bool busy);
 
+/* The libmicrohttpd reply that sends stream st as it is written (http_stream.c); it takes the
+ * reply's reference on st (dropped too when this fails: NULL). */
+struct nr_http_stream_s;
+struct MHD_Response *nr_http_stream_response(struct nr_http_stream_s *st,
+                                             struct MHD_Connection *c);
+
 #endif

@@ -51,8 +51,7 @@ static nr_status_t *put_bytes_json(nr_buf_t *b, const nr_tensor_t *t, const char
     return NULL;
 }
 
-/* Appends the flat JSON array of t's elements. */
-static nr_status_t *put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name)
+nr_status_t *nr_http_put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name)
 {
     nr_dtype_t dt = t->dtype;
     if (dt == NR_TYPE_FP16 || dt == NR_TYPE_BF16)
@@ -191,7 +190,7 @@ nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r)
             }
         } else {
             nr_buf_puts(h, ",\"data\":");
-            st = put_data(h, t, o->name);
+            st = nr_http_put_data(h, t, o->name);
             nr_buf_putc(h, '}');
         }
     }

@@ -625,6 +625,8 @@ void nr_http_infer_free(nr_http_infer_t *inf)
     free(inf->body_mem ? inf->body_mem : inf->body);
     free(inf->binary);
     nr_buf_free(&inf->header);
+    nr_buf_free(&inf->gen);
+    nr_status_free(inf->gen_failed);
     if (inf->sync_init) {
         pthread_mutex_destroy(&inf->mu);
         pthread_cond_destroy(&inf->cv);
@@ -663,6 +665,13 @@ static void free_cb(void *arg)
 static void encode(void *arg, nr_http_resp_t *r)
 {
     nr_http_infer_t *inf = arg;
+    if (inf->generate) { /* a body of its own: nothing points into the request */
+        nr_status_t *gst = nr_http_generate_encode(inf, r);
+        nr_http_infer_free(inf);
+        if (gst != NULL)
+            nr_http_error(r, gst);
+        return;
+    }
     nr_status_t *st = nr_http_infer_encode(inf, r);
     if (st != NULL) {
         nr_http_infer_free(inf);
@@ -700,7 +709,7 @@ static void encode(void *arg, nr_http_resp_t *r)
 static void finish(void *arg, nr_http_resp_t *r)
 {
     nr_http_infer_t *inf = arg;
-    if (r->may_defer) {
+    if (r->may_defer && !inf->generate) {
         size_t json, binary;
         nr_http_infer_reply_size(inf, &json, &binary);
         size_t deflate = nr_http_response_encoding(inf->accept_encoding) == NR_ENC_IDENTITY
@@ -709,6 +718,26 @@ static void finish(void *arg, nr_http_resp_t *r)
             return;
     }
     encode(inf, r);
+}
+
+static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_model_t *m,
+                char *body, char *mem, size_t len, bool generate);
+
+void nr_http_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    nr_model_t *m = NULL;
+    char *body = NULL;
+    size_t len = 0;
+    nr_status_t *st = nr_kserve_model(s->core, q->model, q->model_len, q->version, &m);
+    if (st == NULL)
+        st = nr_http_generate_translate(m, q->body, q->body_len, &body, &len);
+    if (st != NULL) {
+        if (m != NULL)
+            nr_model_release(m);
+        nr_http_error(r, st);
+        return;
+    }
+    run(s, q, r, m, body, NULL, len, true);
 }
 
 void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
@@ -755,12 +784,42 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
         }
         body = mem + lead;
     }
+    run(s, q, r, m, body, mem, len, false);
+}
+
+/* Parses, submits and answers (now, or once woken) the request in body (owned: mem when not
+ * NULL, else body itself), in KServe's JSON or, for generate, translated to it. */
+static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_model_t *m,
+                char *body, char *mem, size_t len, bool generate)
+{
     nr_http_infer_t *inf = nr_calloc(1, sizeof(*inf));
+    inf->generate = generate;
     inf->body_mem = mem;
     inf->accept_encoding = q->accept_encoding;
     inf->async = q->async;
     inf->srv = s;
-    st = nr_http_infer_parse(inf, s->core, m, body, len, q->infer_header_len);
+    nr_status_t *st = nr_http_infer_parse(inf, s->core, m, body, len,
+                                          generate ? NULL : q->infer_header_len);
+    if (st == NULL && generate && q->generate_stream) { /* answered now, sent as it comes */
+        nr_http_stream_t *sse = inf->sse = nr_http_stream_new();
+        inf->base.req->on_response = nr_http_generate_sse_response;
+        inf->base.req->cancelled = nr_http_stream_gone(sse); /* the client left */
+        st = nr_infer_submit(&inf->base, nr_http_generate_sse_done, inf);
+        if (st == NULL) { /* inf is the request's now (it may be gone already) */
+            r->status = 200;
+            r->content_type = "text/event-stream; charset=utf-8";
+            r->stream = sse;
+            return;
+        }
+        nr_http_stream_drop(sse);
+        nr_http_stream_end(sse);
+        inf->sse = NULL;
+        nr_http_infer_free(inf);
+        nr_http_error(r, st);
+        return;
+    }
+    if (st == NULL && generate && m->cfg->decoupled) /* its one response is kept as it comes */
+        inf->base.req->on_response = nr_http_generate_response;
     if (st == NULL && inf->async != NULL)
         inf->base.req->inline_max_ns = NR_HTTP_INLINE_MAX_NS;
     if (st == NULL && inf->async == NULL) {

@@ -56,6 +56,7 @@ typedef struct {
     int64_t version;                     /* route's <v>; -1 if none */
     bool has_repo;                       /* /v2/repository/<r>/...: a repository name */
     bool load;                           /* .../load (not .../unload) */
+    bool generate_stream;                /* .../generate_stream (not .../generate) */
     const char *region; size_t region_len; /* .../region/<r>/...; NULL if none */
     const char *body; size_t body_len;   /* the body as received (not inflated) */
     char *body_owned;  /* malloc'd block holding body (which may start inside it) or NULL;
@@ -66,8 +67,21 @@ typedef struct {
     nr_http_async_t *async; /* NULL: the handler answers before it returns */
 } nr_http_req_t;
 
+/* A reply that is sent while it is being made (http_stream.c: server-sent events). Made with
+ * two references: the producer's (given back by nr_http_stream_end) and the reply's (taken by
+ * the response that sends it, or given back by nr_http_stream_drop when none will). */
+typedef struct nr_http_stream_s nr_http_stream_t;
+nr_http_stream_t *nr_http_stream_new(void);
+/* Appends bytes to send (dropped once the client is gone). Any thread. */
+void nr_http_stream_write(nr_http_stream_t *st, const char *p, size_t n);
+/* The last write: the reply ends once what is written has gone. Any thread. */
+void nr_http_stream_end(nr_http_stream_t *st);
+void nr_http_stream_drop(nr_http_stream_t *st);
+/* Set once the reply is gone (the client left): a request reads it as cancelled. */
+const atomic_bool *nr_http_stream_gone(const nr_http_stream_t *st);
+
 /* A response before it becomes an MHD_Response. Either `body` (owned buffer)
- * or `iov` (views kept alive until free_fn(free_arg) runs) carries the bytes. */
+ * or `iov` (views kept alive until free_fn(free_arg) runs) carries the bytes, or `stream`. */
 typedef struct nr_http_resp_s nr_http_resp_t;
 struct nr_http_resp_s {
     int status;
@@ -87,6 +101,7 @@ struct nr_http_resp_s {
     /* Set while the server runs finish for a connection still open: finish
      * may defer once more (set r->finish again, async woken when done). */
     bool may_defer;
+    nr_http_stream_t *stream; /* the body is sent as it is written (the reply's reference) */
 };
 
 void nr_http_resp_init(nr_http_resp_t *r);
@@ -242,6 +257,13 @@ typedef struct nr_http_infer_s {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool sync_init, finished;
+    /* POST .../generate (http_generate.c): the answer's JSON, rendered from the outputs once
+     * done, or from a decoupled model's response as it comes (it must send exactly one) */
+    bool generate;
+    nr_buf_t gen;
+    unsigned gen_responses;
+    nr_status_t *gen_failed; /* that response was an error, or could not be rendered */
+    nr_http_stream_t *sse;   /* generate_stream: each response an event (the producer's) */
 } nr_http_infer_t;
 
 /* Parses an infer body into inf->base.req (not yet submitted). Takes ownership
@@ -280,6 +302,27 @@ NR_MUST_CHECK nr_status_t *nr_http_check_param(nr_infer_t *inf, const nr_param_t
  * Inference-Header-Content-Length. The caller then makes the response own
  * inf (free_fn = nr_http_infer_free) or frees it after copying. */
 NR_MUST_CHECK nr_status_t *nr_http_infer_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
+/* The flat JSON array of t's elements (Triton's output texts for FP16/BF16). */
+NR_MUST_CHECK nr_status_t *nr_http_put_data(nr_buf_t *b, const nr_tensor_t *t, const char *name);
+
+/* ---- http_generate.c: POST .../generate (Triton's generate extension) -------------------- */
+/* The request: its body translated to an infer request and run as one (nr_http_infer). */
+void nr_http_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+/* A generate body (a JSON object: members named after inputs are their data, "parameters"
+ * holds more, anything else is a request parameter) as KServe's infer JSON for model m:
+ * *out malloc'd. Shapes come from the model's dims (Triton's rules). */
+NR_MUST_CHECK nr_status_t *nr_http_generate_translate(const nr_model_t *m, const char *body,
+                                                      size_t len, char **out, size_t *out_len);
+/* A decoupled model's response to a generate request (request.h nr_req_response_fn). */
+void nr_http_generate_response(nr_req_t *req, const nr_status_t *err, unsigned flags,
+                               void *arg);
+/* generate_stream: each response of a decoupled model as an event "data: {...}\n\n", and
+ * the request's end (an error event when it failed; a non-decoupled model's one answer). */
+void nr_http_generate_sse_response(nr_req_t *req, const nr_status_t *err, unsigned flags,
+                                   void *arg);
+void nr_http_generate_sse_done(nr_req_t *req, void *arg);
+/* The finished request's answer: {"model_name", "model_version", "id", outputs...}. */
+NR_MUST_CHECK nr_status_t *nr_http_generate_encode(nr_http_infer_t *inf, nr_http_resp_t *r);
 /* After done(), before encoding: an estimate of the reply's JSON text (outputs
  * sent as JSON, at 3 bytes of text a tensor byte) and its binary outputs' bytes,
  * to decide where to encode it (nr_http_bulk_reply). */

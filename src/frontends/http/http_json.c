@@ -228,7 +228,24 @@ static void put_stats(const nr_model_t *m, const nr_stats_snap_t *sn, void *arg)
     put_dur(b, "cache_hit", &sn->cache_hit);
     nr_buf_putc(b, ',');
     put_dur(b, "cache_miss", &sn->cache_miss);
-    nr_buf_puts(b, "},\"response_stats\":{},\"batch_stats\":[");
+    nr_buf_puts(b, "},\"response_stats\":{"); /* a decoupled model's, by response index */
+    for (uint32_t i = 0; i < sn->n_resp; i++) {
+        const struct nr_resp_snap_s *r = &sn->resp[i];
+        nr_buf_printf(b, "%s\"%u\":{", i ? "," : "", i);
+        put_dur(b, "compute_infer", &r->compute_infer);
+        nr_buf_putc(b, ',');
+        put_dur(b, "compute_output", &r->compute_output);
+        nr_buf_putc(b, ',');
+        put_dur(b, "success", &r->success);
+        nr_buf_putc(b, ',');
+        put_dur(b, "fail", &r->fail);
+        nr_buf_putc(b, ',');
+        put_dur(b, "empty_response", &r->empty_response);
+        nr_buf_putc(b, ',');
+        put_dur(b, "cancel", &r->cancel);
+        nr_buf_putc(b, '}');
+    }
+    nr_buf_puts(b, "},\"batch_stats\":[");
     for (uint32_t i = 0; i < sn->n_batch; i++) {
         const nr_batch_snap_t *bs = &sn->batch[i];
         if (i)

@@ -12,7 +12,7 @@
  *   GET  /v2/models/<m>[/versions/<v>]          model metadata
  *   GET  .../ready | .../config | .../stats
  *   POST .../infer
- *   POST .../generate | .../generate_stream    501 (not supported)
+ *   POST .../generate                          (http_generate.c); .../generate_stream 501
  *   POST /v2/repository[/<r>]/index
  *   POST /v2/repository[/<r>]/models/<m>/load | unload
  *   GET  /v2/systemsharedmemory[/region/<r>]/status     (http_shm.c; the same
@@ -86,7 +86,7 @@ static const struct {
     [R_MODEL_CONFIG] = {"GET", nr_http_model_config, false},
     [R_MODEL_STATS] = {"GET", nr_http_model_stats, false},
     [R_INFER] = {"POST", nr_http_infer, true},
-    [R_GENERATE] = {"POST", h_generate, false},
+    [R_GENERATE] = {"POST", h_generate, true},
     [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
     [R_REPO_CONTROL] = {"POST", nr_http_repo_control, true},
     [R_SHM_STATUS] = {"GET", nr_http_shm_status, false},
@@ -113,6 +113,7 @@ typedef struct {
     const char *vstr; size_t vlen;
     bool has_repo; /* /v2/repository/<r>/... */
     bool load;     /* .../models/<m>/load (not unload) */
+    bool stream;   /* .../generate_stream (not generate) */
     const char *region; size_t region_len; /* .../sharedmemory/region/<r>/... */
 } match_t;
 
@@ -210,8 +211,10 @@ static void route_models(const char *p, match_t *m)
         m->id = R_MODEL_STATS;
     else if (strcmp(p, "/infer") == 0)
         m->id = R_INFER;
-    else if (strcmp(p, "/generate") == 0 || strcmp(p, "/generate_stream") == 0)
+    else if (strcmp(p, "/generate") == 0 || strcmp(p, "/generate_stream") == 0) {
         m->id = R_GENERATE;
+        m->stream = p[9] == '_';
+    }
 }
 
 static void route_repository(const char *p, match_t *m)
@@ -299,7 +302,7 @@ static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 
 static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 {
-    nr_http_error_msg(r, 501, "the generate extension is not supported");
+    nr_http_generate(s, q, r); /* .../generate and .../generate_stream */
 }
 
 /* ---- responses ---------------------------------------------------------------- */
@@ -326,6 +329,9 @@ void nr_http_resp_release(nr_http_resp_t *r)
 {
     nr_buf_free(&r->body);
     release_iov(r);
+    if (r->stream != NULL)
+        nr_http_stream_drop(r->stream);
+    r->stream = NULL;
 }
 
 /* libmicrohttpd sends an iovec response's header and body with two system
@@ -381,7 +387,10 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
     struct MHD_Response *mr;
     if (r->iov != NULL && r->n_iov > 1)
         coalesce(r);
-    if (r->iov != NULL) {
+    if (r->stream != NULL) { /* chunked, sent as it is written */
+        mr = nr_http_stream_response(r->stream, c);
+        r->stream = NULL;
+    } else if (r->iov != NULL) {
         mr = iov_response(r);
     } else {
         size_t len = r->body.len;
@@ -600,6 +609,7 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.model_len = m.model_len;
     q.version = m.version;
     q.has_repo = m.has_repo;
+    q.generate_stream = m.stream;
     q.load = m.load;
     q.region = m.region;
     q.region_len = m.region_len;

@@ -27,40 +27,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void put_json(nr_buf_t *b, const nr_jv_t *v)
-{
-    switch (v->type) {
-    case NR_JV_NULL: nr_buf_puts(b, "null"); break;
-    case NR_JV_FALSE: nr_buf_puts(b, "false"); break;
-    case NR_JV_TRUE: nr_buf_puts(b, "true"); break;
-    case NR_JV_INT: nr_buf_i64(b, v->u.i); break;
-    case NR_JV_UINT: nr_buf_u64(b, (uint64_t)v->u.i); break;
-    case NR_JV_REAL: nr_buf_double(b, v->u.d); break;
-    case NR_JV_STRING: nr_buf_json_str(b, v->u.str, v->n); break;
-    case NR_JV_ARRAY:
-        nr_buf_putc(b, '[');
-        for (size_t i = 0; i < v->n; i++) {
-            if (i)
-                nr_buf_putc(b, ',');
-            put_json(b, &v->u.items[i]);
-        }
-        nr_buf_putc(b, ']');
-        break;
-    case NR_JV_OBJECT:
-        nr_buf_putc(b, '{');
-        for (size_t i = 0; i < v->n; i++) {
-            if (i)
-                nr_buf_putc(b, ',');
-            nr_buf_json_str(b, v->u.members[i].key, v->u.members[i].key_len);
-            nr_buf_putc(b, ':');
-            put_json(b, &v->u.members[i].val);
-        }
-        nr_buf_putc(b, '}');
-        break;
-    default: break;
-    }
-}
-
 static bool key_is(const nr_jv_member_t *m, const char *k)
 {
     return m->key_len == strlen(k) && memcmp(m->key, k, m->key_len) == 0;
@@ -80,7 +46,7 @@ static void put_object_with(nr_buf_t *b, const nr_jv_t *obj, const char *key, co
         first = false;
         nr_buf_json_str(b, m->key, m->key_len);
         nr_buf_putc(b, ':');
-        put_json(b, &m->val);
+        nr_json_write(b, &m->val);
     }
     nr_buf_printf(b, "%s", first ? "" : ",");
     nr_buf_json_str(b, key, strlen(key));
@@ -120,7 +86,7 @@ static nr_status_t *edit(const char *base_json, const char *name, int instances,
         first = false;
         nr_buf_json_str(&b, m->key, m->key_len);
         nr_buf_putc(&b, ':');
-        put_json(&b, &m->val);
+        nr_json_write(&b, &m->val);
     }
     const char *sep = first ? "" : ",";
     if (name) {

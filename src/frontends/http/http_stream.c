@@ -1,0 +1,136 @@
+/* http_stream.c - a reply sent while it is being made (server-sent events: generate_stream).
+ *
+ * The producer (a request's response callback, on an instance thread) appends to a buffer
+ * under the stream's mutex; libmicrohttpd pulls from it with a content-reader callback
+ * (chunked transfer encoding). When nothing is waiting, the reader suspends the connection
+ * (libmicrohttpd allows it from the reader) and the producer's next write or the end resumes
+ * it, so no thread polls and none waits. The stream is shared by the producer and the reply:
+ * whichever lets go last frees it; once the reply is gone (the client left, or the server
+ * dropped it) `gone` is set, which the request reads as cancelled, and writes are dropped.
+ */
+#include "http_conn.h"
+#include "http_int.h"
+
+#include "../../common/alloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nr_http_stream_s {
+    pthread_mutex_t mu;
+    nr_buf_t buf;               /* waiting to be sent: [sent, len) */
+    size_t sent;
+    bool ended;                 /* no more writes */
+    bool suspended;             /* the reader suspended conn waiting for data */
+    struct MHD_Connection *conn; /* set once the reply is queued */
+    atomic_bool gone;           /* the reply was dropped: the client is not reading */
+    int refs;                   /* the producer's and the reply's */
+};
+
+nr_http_stream_t *nr_http_stream_new(void)
+{
+    nr_http_stream_t *st = nr_calloc(1, sizeof(*st));
+    pthread_mutex_init(&st->mu, NULL);
+    nr_buf_init(&st->buf);
+    atomic_init(&st->gone, false);
+    st->refs = 2;
+    return st;
+}
+
+static void unref(nr_http_stream_t *st)
+{
+    pthread_mutex_lock(&st->mu);
+    bool last = --st->refs == 0;
+    pthread_mutex_unlock(&st->mu);
+    if (!last)
+        return;
+    nr_buf_free(&st->buf);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+/* Wakes a reader that waits for data. mu held. */
+static void resume_locked(nr_http_stream_t *st)
+{
+    if (st->suspended) {
+        st->suspended = false;
+        MHD_resume_connection(st->conn);
+    }
+}
+
+void nr_http_stream_write(nr_http_stream_t *st, const char *p, size_t n)
+{
+    if (atomic_load(&st->gone))
+        return;
+    pthread_mutex_lock(&st->mu);
+    if (!st->ended) {
+        nr_buf_append(&st->buf, p, n);
+        resume_locked(st);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+void nr_http_stream_end(nr_http_stream_t *st)
+{
+    pthread_mutex_lock(&st->mu);
+    st->ended = true;
+    resume_locked(st);
+    pthread_mutex_unlock(&st->mu);
+    unref(st); /* the producer's reference */
+}
+
+void nr_http_stream_drop(nr_http_stream_t *st)
+{
+    atomic_store(&st->gone, true);
+    unref(st); /* the reply's: it was never made */
+}
+
+const atomic_bool *nr_http_stream_gone(const nr_http_stream_t *st)
+{
+    return &st->gone;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+    nr_http_stream_t *st = cls;
+    (void)pos;
+    pthread_mutex_lock(&st->mu);
+    size_t avail = st->buf.len - st->sent;
+    if (avail > 0) {
+        size_t n = avail < max ? avail : max;
+        memcpy(out, st->buf.data + st->sent, n);
+        st->sent += n;
+        if (st->sent == st->buf.len) /* all out: the buffer starts over */
+            st->buf.len = st->sent = 0;
+        pthread_mutex_unlock(&st->mu);
+        return (ssize_t)n;
+    }
+    if (st->ended) {
+        pthread_mutex_unlock(&st->mu);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    st->suspended = true; /* the next write or the end resumes it */
+    MHD_suspend_connection(st->conn);
+    pthread_mutex_unlock(&st->mu);
+    return 0;
+}
+
+static void reply_gone(void *cls)
+{
+    nr_http_stream_t *st = cls;
+    atomic_store(&st->gone, true);
+    unref(st); /* the reply's reference */
+}
+
+struct MHD_Response *nr_http_stream_response(nr_http_stream_t *st, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&st->mu);
+    st->conn = c;
+    pthread_mutex_unlock(&st->mu);
+    struct MHD_Response *mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader,
+                                                                st, reply_gone);
+    if (mr == NULL)
+        nr_http_stream_drop(st);
+    return mr;
+}
