@@ -1060,3 +1060,40 @@ def test_ensemble_matches_perf_analyzer(server_factory, tmp_path, model, protoco
         assert perf_csv[f][0] == pa_csv[f][0], f  # the header
         assert len(perf_csv[f]) == len(pa_csv[f]) == 3, (f, pa_csv[f], perf_csv[f])
         assert [template(l) for l in perf_csv[f][1:]] == [template(l) for l in pa_csv[f][1:]]
+
+
+def test_decoupled_models_like_perf_analyzer(server_factory, tmp_path):
+    """A decoupled model (square_int32: three responses to IN = 3, then an empty final one):
+    without --async --streaming -i grpc both tools refuse it in perf_analyzer's words; with
+    them both measure it line for line alike, each request's answer being all its responses
+    (Response Throughput three times the Throughput, the server's response_stats agreeing)."""
+    import json
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "python" / "square_int32", repo / "square_int32")
+    srv = server_factory([repo], [])
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"data": [{"IN": [3]}]}))
+    base = ["-m", "square_int32", "-u", srv.grpc_url, "-i", "grpc", "--input-data", str(data)]
+    for tool in (PA, PERF):
+        r = run(tool, base)
+        assert r.returncode == 99, (tool, r.stdout, r.stderr)
+        assert "Decoupled models must be run with `--async` and `--streaming` and either " \
+               "`-i grpc` or `--service-kind=triton_c_api`" in r.stderr, (tool, r.stderr)
+    outs = []
+    for tool in (PA, PERF):
+        r = run(tool, [*base, "--async", "--streaming", "--request-count", "30"])
+        assert r.returncode == 0, (tool, r.stdout, r.stderr)
+        outs.append(r.stdout)
+        assert "  Detected decoupled model, using the first response for measuring latency\n" \
+            in r.stdout
+        thr = float(re.search(r"^    Throughput: (\S+) infer/sec", r.stdout, re.M).group(1))
+        resp = float(re.search(r"^    Response Throughput: (\S+) infer/sec", r.stdout,
+                               re.M).group(1))
+        assert abs(resp / thr - 3) < 1e-4, (tool, thr, resp)  # printed to 6 digits
+    assert template(outs[0]) == template(outs[1])
+    from e2e_util import get
+    stats = json.loads(get(srv.port, "/v2/models/square_int32/stats")
+                       .body)["model_stats"][0]["response_stats"]
+    assert [int(stats[k]["success"]["count"]) for k in "012"] == [60, 60, 60]
+    assert int(stats["3"]["empty_response"]["count"]) == 60

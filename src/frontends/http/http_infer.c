@@ -801,7 +801,7 @@ static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_mod
     nr_status_t *st = nr_http_infer_parse(inf, s->core, m, body, len,
                                           generate ? NULL : q->infer_header_len);
     if (st == NULL && generate && q->generate_stream) { /* answered now, sent as it comes */
-        nr_http_stream_t *sse = inf->sse = nr_http_stream_new();
+        nr_http_stream_t *sse = inf->sse = nr_http_stream_new(&s->parked);
         inf->base.req->on_response = nr_http_generate_sse_response;
         inf->base.req->cancelled = nr_http_stream_gone(sse); /* the client left */
         st = nr_infer_submit(&inf->base, nr_http_generate_sse_done, inf);

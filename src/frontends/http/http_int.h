@@ -71,7 +71,8 @@ typedef struct {
  * two references: the producer's (given back by nr_http_stream_end) and the reply's (taken by
  * the response that sends it, or given back by nr_http_stream_drop when none will). */
 typedef struct nr_http_stream_s nr_http_stream_t;
-nr_http_stream_t *nr_http_stream_new(void);
+/* `open`: the server's parked count, held until the end (its stop waits for it). */
+nr_http_stream_t *nr_http_stream_new(atomic_int *open);
 /* Appends bytes to send (dropped once the client is gone). Any thread. */
 void nr_http_stream_write(nr_http_stream_t *st, const char *p, size_t n);
 /* The last write: the reply ends once what is written has gone. Any thread. */

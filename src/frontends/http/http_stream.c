@@ -7,6 +7,8 @@
  * it, so no thread polls and none waits. The stream is shared by the producer and the reply:
  * whichever lets go last frees it; once the reply is gone (the client left, or the server
  * dropped it) `gone` is set, which the request reads as cancelled, and writes are dropped.
+ * A stream counts among the server's parked connections until its end: libmicrohttpd may not
+ * stop with a connection suspended, so the server's stop waits for it, as for a parked one.
  */
 #include "http_conn.h"
 #include "http_int.h"
@@ -26,11 +28,14 @@ struct nr_http_stream_s {
     struct MHD_Connection *conn; /* set once the reply is queued */
     atomic_bool gone;           /* the reply was dropped: the client is not reading */
     int refs;                   /* the producer's and the reply's */
+    atomic_int *open;           /* the server's count, which its stop waits to see at 0 */
 };
 
-nr_http_stream_t *nr_http_stream_new(void)
+nr_http_stream_t *nr_http_stream_new(atomic_int *open)
 {
     nr_http_stream_t *st = nr_calloc(1, sizeof(*st));
+    st->open = open;
+    atomic_fetch_add(open, 1);
     pthread_mutex_init(&st->mu, NULL);
     nr_buf_init(&st->buf);
     atomic_init(&st->gone, false);
@@ -76,6 +81,7 @@ void nr_http_stream_end(nr_http_stream_t *st)
     pthread_mutex_lock(&st->mu);
     st->ended = true;
     resume_locked(st);
+    atomic_fetch_sub(st->open, 1); /* no longer suspended for good: the server may stop */
     pthread_mutex_unlock(&st->mu);
     unref(st); /* the producer's reference */
 }

@@ -82,6 +82,8 @@ typedef struct {
     int percentile; /* -1: average */
     bool async, verbose_csv, verbose;
     bool streaming; /* --streaming (gRPC): every request over the worker's own stream */
+    bool decoupled; /* the model is decoupled (set once it is loaded): a request's answer is
+                       every response up to its final one */
     bool grpc; /* -i grpc */
     uint64_t warmup;
     int string_length;
@@ -112,6 +114,7 @@ typedef struct {
     uint64_t send_ns, recv_ns; /* writing the request; reading the response after its first byte */
     const char *head; /* the response's header block (into conn->in), head_len bytes */
     size_t head_len;
+    uint32_t responses; /* a decoupled model's: the responses with outputs it sent */
 } perf_resp_t;
 
 /* "host:port" (default port 8000) into c; no connection yet. */
@@ -165,6 +168,7 @@ typedef struct {
 typedef struct {
     char *version;     /* as asked (-x) or "" */
     int max_batch_size;
+    bool decoupled;    /* model_transaction_policy { decoupled: true } */
     bool has_stats;    /* server metadata lists "statistics" */
     perf_input_t *inputs;
     size_t n_inputs;
@@ -330,6 +334,7 @@ typedef struct {
     grpc_channel *ch;
     grpc_completion_queue *cq;
     bool streaming;    /* --streaming: ModelInfer over this channel's ModelStreamInfer stream */
+    bool decoupled;    /* streaming: a request's answer ends with its final response */
     grpc_call *stream; /* open once, for every request after it */
     bool stream_md;    /* its initial metadata asked for (with its first answer) */
 } perf_grpc_t;
@@ -419,6 +424,7 @@ typedef struct {
 typedef struct {
     uint64_t start_ns, end_ns;
     uint64_t count, errors;
+    uint64_t responses; /* a decoupled model's responses (Response Throughput) */
     uint64_t delayed; /* rate mode: sent more than 1 ms after their scheduled time */
     perf_hist_t lat;  /* concurrency mode: from the send; rate mode: from the scheduled time */
     uint64_t send_ns, recv_ns; /* sums over count */

@@ -248,6 +248,49 @@ void perf_grpc_pool_close(perf_grpc_pool_t *p)
     memset(p, 0, sizeof(*p));
 }
 
+/* ModelConfig comes as bytes in nereid's .proto description (its schema is config/'s): the
+ * few fields nereid-perf reads are walked by hand, as are a streamed response's parameters. */
+typedef struct {
+    const uint8_t *p;
+    size_t n, at;
+    uint32_t field;
+    uint64_t v;         /* a varint's value */
+    const uint8_t *buf; /* a length-delimited field's bytes, len long */
+    size_t len;
+} pb_reader_t;
+
+/* The next field into r (field, and v or buf/len by its wire type); false at the end or on
+ * bytes that do not parse. */
+static bool pb_next(pb_reader_t *r)
+{
+    uint64_t tag;
+    size_t k = nr_varint_get(r->p + r->at, r->n - r->at, &tag);
+    if (k == 0)
+        return false;
+    r->at += k;
+    r->field = (uint32_t)(tag >> 3);
+    r->buf = NULL;
+    switch (tag & 7) {
+    case 0:
+        k = nr_varint_get(r->p + r->at, r->n - r->at, &r->v);
+        break;
+    case 1: k = 8; break;
+    case 5: k = 4; break;
+    case 2:
+        if ((k = nr_varint_get(r->p + r->at, r->n - r->at, &r->len)) == 0 ||
+            r->len > r->n - r->at - k)
+            return false;
+        r->buf = r->p + r->at + k;
+        k += r->len;
+        break;
+    default: return false;
+    }
+    if (k == 0 || k > r->n - r->at)
+        return false;
+    r->at += k;
+    return true;
+}
+
 /* ---- --streaming: ModelStreamInfer, one request and its answer at a time ---- */
 
 static bool run_batch(perf_grpc_t *g, grpc_call *c, const grpc_op *ops, size_t n)
@@ -336,6 +379,73 @@ static bool stream_fields(const uint8_t *p, size_t n, const uint8_t **err, size_
     return true;
 }
 
+/* Whether a ModelInferResponse carries triton_final_response = true (parameters: field 4,
+ * entries of key (1) and InferParameter (2) whose bool_param is field 1); without it, yes. */
+static bool final_response(const uint8_t *p, size_t n)
+{
+    pb_reader_t r = {.p = p, .n = n};
+    while (pb_next(&r)) {
+        if (r.field != 4 || r.buf == NULL)
+            continue;
+        pb_reader_t e = {.p = r.buf, .n = r.len};
+        bool is_final_key = false;
+        const uint8_t *val = NULL;
+        size_t val_len = 0;
+        while (pb_next(&e)) {
+            if (e.field == 1 && e.buf)
+                is_final_key = e.len == 21 && memcmp(e.buf, "triton_final_response", 21) == 0;
+            else if (e.field == 2 && e.buf)
+                val = e.buf, val_len = e.len;
+        }
+        if (!is_final_key || val == NULL)
+            continue;
+        pb_reader_t v = {.p = val, .n = val_len};
+        while (pb_next(&v))
+            if (v.field == 1 && v.buf == NULL)
+                return v.v != 0;
+    }
+    return true;
+}
+
+/* Whether a ModelInferResponse holds outputs (field 5): the empty final response has none. */
+static bool has_outputs(const uint8_t *p, size_t n)
+{
+    pb_reader_t r = {.p = p, .n = n};
+    while (pb_next(&r))
+        if (r.field == 5)
+            return true;
+    return false;
+}
+
+/* The stream's next message into *all (false: the stream ended; its reason in *st). */
+static bool stream_recv(perf_grpc_t *g, grpc_op *ops, size_t n, nr_buf_t *all,
+                        nr_status_t **st)
+{
+    grpc_byte_buffer *recv = NULL;
+    ops[n - 1].op = GRPC_OP_RECV_MESSAGE;
+    ops[n - 1].data.recv_message.recv_message = &recv;
+    bool ok = run_batch(g, g->stream, ops, n);
+    if (!ok || recv == NULL) { /* the stream ended: its status says why */
+        nr_buf_t why;
+        nr_buf_init(&why);
+        stream_end(g, &why);
+        *st = nr_status_new(NR_UNAVAILABLE, "%.*s", (int)why.len, why.data);
+        nr_buf_free(&why);
+        if (recv)
+            grpc_byte_buffer_destroy(recv);
+        return false;
+    }
+    grpc_byte_buffer_reader rd;
+    if (grpc_byte_buffer_reader_init(&rd, recv)) {
+        grpc_slice sl = grpc_byte_buffer_reader_readall(&rd);
+        nr_buf_append(all, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
+        grpc_slice_unref(sl);
+        grpc_byte_buffer_reader_destroy(&rd);
+    }
+    grpc_byte_buffer_destroy(recv);
+    return true;
+}
+
 static nr_status_t *stream_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf_t *scratch,
                                  perf_resp_t *r)
 {
@@ -344,7 +454,7 @@ static nr_status_t *stream_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf
         return st;
     uint64_t t0 = perf_now_ns();
     grpc_slice s = grpc_slice_from_copied_buffer(request->data, request->len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
     grpc_slice_unref(s);
     uint64_t t1 = perf_now_ns();
     grpc_metadata_array md;
@@ -359,41 +469,40 @@ static nr_status_t *stream_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf
     }
     ops[n].op = GRPC_OP_SEND_MESSAGE;
     ops[n++].data.send_message.send_message = send;
-    ops[n].op = GRPC_OP_RECV_MESSAGE;
-    ops[n++].data.recv_message.recv_message = &recv;
-    bool ok = run_batch(g, g->stream, ops, n);
-    uint64_t t2 = perf_now_ns();
-    grpc_byte_buffer_destroy(send);
-    nr_buf_reset(scratch);
+    n++; /* the receive */
+    nr_buf_t all;
+    nr_buf_init(&all);
     st = NULL;
-    if (!ok || recv == NULL) { /* the stream ended: its status says why */
-        nr_buf_t why;
-        nr_buf_init(&why);
-        stream_end(g, &why);
-        st = nr_status_new(NR_UNAVAILABLE, "%.*s", (int)why.len, why.data);
-        nr_buf_free(&why);
-    } else {
-        grpc_byte_buffer_reader rd;
-        nr_buf_t all;
-        nr_buf_init(&all);
-        if (grpc_byte_buffer_reader_init(&rd, recv)) {
-            grpc_slice sl = grpc_byte_buffer_reader_readall(&rd);
-            nr_buf_append(&all, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl));
-            grpc_slice_unref(sl);
-            grpc_byte_buffer_reader_destroy(&rd);
-        }
+    uint64_t t2 = 0;
+    if (r)
+        r->responses = 0;
+    /* a decoupled model's answer: every response up to the final one (the request ends with
+     * its last, as perf_analyzer counts it) */
+    for (bool more = true; more && st == NULL;) {
+        nr_buf_reset(&all);
+        bool got = stream_recv(g, ops, n, &all, &st);
+        t2 = perf_now_ns();
+        n = 1; /* the next ones: the receive alone */
+        memset(ops, 0, sizeof(ops));
+        if (!got)
+            break;
         const uint8_t *err, *resp;
         size_t err_len, resp_len;
         if (!stream_fields((const uint8_t *)all.data, all.len, &err, &err_len, &resp, &resp_len))
             st = nr_status_new(NR_INTERNAL, "unreadable ModelStreamInferResponse");
         else if (err_len)
             st = nr_status_new(NR_INVALID_ARG, "%.*s", (int)err_len, (const char *)err);
-        else
+        else if (!g->decoupled || final_response(resp, resp_len))
+            more = false;
+        if (st == NULL && r && resp_len > 0 && g->decoupled) /* not the empty final one */
+            r->responses += has_outputs(resp, resp_len);
+        if (st == NULL && !more) {
+            nr_buf_reset(scratch);
             nr_buf_append(scratch, resp, resp_len);
-        nr_buf_free(&all);
+        }
     }
-    if (recv)
-        grpc_byte_buffer_destroy(recv);
+    nr_buf_free(&all);
+    grpc_byte_buffer_destroy(send);
     grpc_metadata_array_destroy(&md);
     if (r) {
         r->status = st ? 1 : 0;
@@ -436,48 +545,6 @@ static nr_status_t *query(perf_grpc_t *g, const char *what, const char *method,
     return NULL;
 }
 
-/* ModelConfig comes as bytes in nereid's .proto description (its schema is config/'s): the
- * few fields nereid-perf reads are walked by hand. */
-typedef struct {
-    const uint8_t *p;
-    size_t n, at;
-    uint32_t field;
-    uint64_t v;         /* a varint's value */
-    const uint8_t *buf; /* a length-delimited field's bytes, len long */
-    size_t len;
-} pb_reader_t;
-
-/* The next field into r (field, and v or buf/len by its wire type); false at the end or on
- * bytes that do not parse. */
-static bool pb_next(pb_reader_t *r)
-{
-    uint64_t tag;
-    size_t k = nr_varint_get(r->p + r->at, r->n - r->at, &tag);
-    if (k == 0)
-        return false;
-    r->at += k;
-    r->field = (uint32_t)(tag >> 3);
-    r->buf = NULL;
-    switch (tag & 7) {
-    case 0:
-        k = nr_varint_get(r->p + r->at, r->n - r->at, &r->v);
-        break;
-    case 1: k = 8; break;
-    case 5: k = 4; break;
-    case 2:
-        if ((k = nr_varint_get(r->p + r->at, r->n - r->at, &r->len)) == 0 ||
-            r->len > r->n - r->at - k)
-            return false;
-        r->buf = r->p + r->at + k;
-        k += r->len;
-        break;
-    default: return false;
-    }
-    if (k == 0 || k > r->n - r->at)
-        return false;
-    r->at += k;
-    return true;
-}
 
 /* ModelConfig's max_batch_size (field 4, a varint). */
 static int max_batch_size(const uint8_t *p, size_t n)
@@ -487,6 +554,20 @@ static int max_batch_size(const uint8_t *p, size_t n)
         if (r.field == 4 && r.buf == NULL)
             return (int)r.v;
     return 0;
+}
+
+/* ModelConfig's model_transaction_policy (field 19) decoupled (1). */
+static bool decoupled(const uint8_t *p, size_t n)
+{
+    pb_reader_t r = {.p = p, .n = n};
+    while (pb_next(&r))
+        if (r.field == 19 && r.buf != NULL) {
+            pb_reader_t t = {.p = r.buf, .n = r.len};
+            while (pb_next(&t))
+                if (t.field == 1 && t.buf == NULL)
+                    return t.v != 0;
+        }
+    return false;
 }
 
 /* A ModelConfig's name (field 1), whether its platform (2) is "ensemble", and its
@@ -625,6 +706,17 @@ static nr_status_t *grpc_request(void *arg, const perf_model_t *m, const nr_buf_
     }
     req.inputs = inp, req.n_inputs = m->n_inputs;
     req.raw_input_contents = raw, req.n_raw_input_contents = n_raw;
+    /* every streamed request asks for the empty final response, as perf_analyzer's do: a
+     * decoupled model's end is then always seen */
+    Inference__InferParameter fin = INFERENCE__INFER_PARAMETER__INIT;
+    fin.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+    fin.bool_param = 1;
+    Inference__ModelInferRequest__ParametersEntry fe =
+        INFERENCE__MODEL_INFER_REQUEST__PARAMETERS_ENTRY__INIT, *fep = &fe;
+    fe.key = "triton_enable_empty_final_response";
+    fe.value = &fin;
+    if (o->streaming)
+        req.parameters = &fep, req.n_parameters = 1;
     req.outputs = outp, req.n_outputs = m->n_outputs;
     size_t len = inference__model_infer_request__get_packed_size(&req);
     nr_buf_reserve(out, len);
@@ -676,6 +768,7 @@ nr_status_t *perf_grpc_model_load(perf_grpc_t *g, const perf_opts_t *o, perf_mod
         for (size_t i = 0; i < server->n_extensions; i++)
             m->has_stats |= strcmp(server->extensions[i], "statistics") == 0;
         m->max_batch_size = max_batch_size(cfg->config.data, cfg->config.len);
+        m->decoupled = decoupled(cfg->config.data, cfg->config.len);
         st = perf_model_check_batch(m, o);
     }
     if (st == NULL) {

@@ -434,6 +434,8 @@ nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o, perf_model_t 
             m->has_stats = true;
     const nr_jv_t *mbs = nr_jv_get(cfg, "max_batch_size");
     m->max_batch_size = mbs && nr_jv_is_number(mbs) ? (int)nr_jv_number(mbs) : 0;
+    const nr_jv_t *dec = nr_jv_get(nr_jv_get(cfg, "model_transaction_policy"), "decoupled");
+    m->decoupled = dec != NULL && dec->type == NR_JV_TRUE;
     if ((st = perf_model_check_batch(m, o)) != NULL)
         goto out;
     const nr_jv_t *ins = nr_jv_get(meta, "inputs"), *outs = nr_jv_get(meta, "outputs");

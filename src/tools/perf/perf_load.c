@@ -98,7 +98,7 @@ static void *worker_main(void *arg)
     perf_load_t *l = w->load;
     const perf_model_t *m = l->model;
     while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
-        perf_resp_t r;
+        perf_resp_t r = {0}; /* responses stays 0 but for a decoupled model's stream */
         uint64_t sched = 0;
         if (l->budget && atomic_fetch_add(&l->sent, 1) >= l->budget)
             break; /* --request-count: all sent */
@@ -154,6 +154,7 @@ static void record(worker_t *w, char *err, uint64_t lat_ns, uint64_t lib_ns, con
         return;
     }
     w->acc.count++;
+    w->acc.responses += r->responses;
     perf_hist_record(&w->acc.lat, lat_ns);
     w->acc.send_ns += r->send_ns;
     w->acc.lib_ns += lib_ns;
@@ -276,6 +277,7 @@ nr_status_t *perf_load_start(const perf_opts_t *o, const perf_model_t *m, uint64
         } else {
             st = o->grpc ? perf_grpc_open(&w->grpc, o->url) : perf_conn_init(&w->conn, o->url);
             w->grpc.streaming = o->streaming;
+            w->grpc.decoupled = o->decoupled;
         }
         if (st == NULL && pthread_create(&w->tid, NULL, pool ? pool_main : worker_main, w) != 0)
             st = nr_status_new(NR_INTERNAL, "cannot start a load thread");
@@ -300,6 +302,7 @@ void perf_window_merge(perf_window_t *into, const perf_window_t *from)
     if (from->end_ns > into->end_ns)
         into->end_ns = from->end_ns;
     into->count += from->count;
+    into->responses += from->responses;
     into->errors += from->errors;
     into->delayed += from->delayed;
     perf_hist_merge(&into->lat, &from->lat);

@@ -687,6 +687,13 @@ int main(int argc, char **argv)
         rc = fail(NULL, st);
         goto out_model;
     }
+    o.decoupled = c.g.decoupled = m.decoupled;
+    if (m.decoupled && !(o.async && o.streaming && o.grpc)) { /* perf_analyzer's words */
+        fprintf(stderr, "Decoupled models must be run with `--async` and `--streaming` and "
+                        "either `-i grpc` or `--service-kind=triton_c_api`\n");
+        rc = PERF_EXIT_ERROR;
+        goto out_model;
+    }
     if (o.shm_system && (st = perf_shm_register(&c, &m)) != NULL) {
         rc = fail(NULL, st);
         goto out_shm;

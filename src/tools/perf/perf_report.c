@@ -41,7 +41,10 @@ void perf_print_settings(const perf_opts_t *o)
         if (o->rate_mode)
             printf("  Using %s distribution on request generation\n",
                    o->poisson ? "poisson" : "uniform");
-        printf("  Using %s calls for inference\n\n", o->async ? "asynchronous" : "synchronous");
+        printf("  Using %s calls for inference\n", o->async ? "asynchronous" : "synchronous");
+        if (o->decoupled)
+            printf("  Detected decoupled model, using the first response for measuring latency\n");
+        printf("\n");
         return;
     }
     printf("  Using \"%s\" mode for stabilization\n", o->count_windows ? "count_windows" : "time_windows");
@@ -71,6 +74,8 @@ void perf_print_settings(const perf_opts_t *o)
                (unsigned long long)(o->conc_start > o->conc_end ? o->conc_start : o->conc_end));
     }
     printf("  Using %s calls for inference\n", o->async ? "asynchronous" : "synchronous");
+    if (o->decoupled)
+        printf("  Detected decoupled model, using the first response for measuring latency\n");
     printf("\n");
 }
 
@@ -209,6 +214,11 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
                "%.2f%% of the requests were delayed. \n", 100.0 * (double)w->delayed /
                (double)(w->count ? w->count : 1));
     printf("    Throughput: %g infer/sec\n", perf_throughput(o, w));
+    if (o->decoupled) { /* every response of the requests counted */
+        double s = seconds(w);
+        printf("    Response Throughput: %g infer/sec\n",
+               s > 0 ? (double)w->responses * o->batch / s : 0);
+    }
     uint64_t send = w->send_ns / n, recv = w->recv_ns / n, lib = w->lib_ns / n;
     if (o->verbose) { /* the share of the threads' time not spent waiting for the server */
         double total = (double)(w->end_ns - w->start_ns) * (double)st->threads;
@@ -223,7 +233,9 @@ void perf_print_step(const perf_opts_t *o, const perf_step_t *st)
     for (size_t i = 0; i < np; i++)
         printf("    p%d latency: %llu usec\n", ps[i], US(perf_hist_percentile(h, ps[i])));
     uint64_t wait = lib > send + recv ? lib - send - recv : 0;
-    if (o->grpc && o->verbose)
+    if (o->decoupled) /* perf_analyzer has no client-library time for them: its line is blank */
+        printf("    \n");
+    else if (o->grpc && o->verbose)
         printf("    Avg gRPC time: %llu usec (marshal %llu usec + response wait %llu usec + "
                "unmarshal %llu usec)\n", US(lib), US(send), US(wait), US(recv));
     else if (o->grpc)
