@@ -478,23 +478,31 @@ static nr_status_t *stream_infer(perf_grpc_t *g, const nr_buf_t *request, nr_buf
         r->responses = 0;
     /* a decoupled model's answer: every response up to the final one (the request ends with
      * its last, as perf_analyzer counts it) */
-    for (bool more = true; more && st == NULL;) {
+    for (bool more = true; more;) {
         nr_buf_reset(&all);
-        bool got = stream_recv(g, ops, n, &all, &st);
+        nr_status_t *rst = NULL;
+        bool got = stream_recv(g, ops, n, &all, &rst);
         t2 = perf_now_ns();
         n = 1; /* the next ones: the receive alone */
         memset(ops, 0, sizeof(ops));
-        if (!got)
+        if (!got) { /* the stream ended */
+            nr_status_free(st);
+            st = rst;
             break;
+        }
         const uint8_t *err, *resp;
         size_t err_len, resp_len;
-        if (!stream_fields((const uint8_t *)all.data, all.len, &err, &err_len, &resp, &resp_len))
+        bool ok = stream_fields((const uint8_t *)all.data, all.len, &err, &err_len, &resp,
+                                &resp_len);
+        if (!ok) {
+            nr_status_free(st);
             st = nr_status_new(NR_INTERNAL, "unreadable ModelStreamInferResponse");
-        else if (err_len)
+            break;
+        }
+        if (err_len && st == NULL) /* the request's error; a decoupled one's end still comes */
             st = nr_status_new(NR_INVALID_ARG, "%.*s", (int)err_len, (const char *)err);
-        else if (!g->decoupled || final_response(resp, resp_len))
-            more = false;
-        if (st == NULL && r && resp_len > 0 && g->decoupled) /* not the empty final one */
+        more = g->decoupled && !final_response(resp, resp_len);
+        if (!err_len && r && g->decoupled) /* not the empty final one */
             r->responses += has_outputs(resp, resp_len);
         if (st == NULL && !more) {
             nr_buf_reset(scratch);
