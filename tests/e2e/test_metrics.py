@@ -303,6 +303,8 @@ def test_paths_and_methods(small_server):
 
 
 def test_startup_lines(small_server):
+    # ready once HTTP answers: the metrics service's line may come a moment later
+    wait_for(lambda: "Started Metrics Service" in small_server.log)
     log = small_server.log
     http = re.search(rf"\] Started HTTPService at 127\.0\.0\.1:{small_server.port}\n", log)
     met = re.search(rf"\] Started Metrics Service at 127\.0\.0\.1:{small_server.metrics_port}\n",
@@ -314,7 +316,9 @@ def test_startup_lines(small_server):
 
 def test_metrics_address_flag(server_factory, repos):
     srv = server_factory([repos["repo_strict"]], ["--metrics-address=127.0.0.1"])
-    assert f"Started Metrics Service at 127.0.0.1:{srv.metrics_port}" in srv.log
+    # the server is ready once HTTP answers; the metrics line may still be on its way
+    assert wait_for(lambda: f"Started Metrics Service at 127.0.0.1:{srv.metrics_port}" in
+                    srv.log), srv.log_tail()
     assert scrape(srv)
 
 
