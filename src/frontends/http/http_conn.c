@@ -12,8 +12,11 @@
  * partial header): such a connection would hold its fd and its slot until
  * the idle timeout, so a client could fill every slot at no cost to itself.
  * Once a second the sweeper peeks at each listed connection that has no
- * request being answered; one whose peer has closed is shut down, which
- * wakes libmicrohttpd, which then closes it. A connection stays listed (and
+ * request being answered; one whose peer has closed, on two sweeps in a row, is shut
+ * down, which wakes libmicrohttpd, which then closes it. Two, because a client may send a
+ * whole request and half-close at once: libmicrohttpd has then read every byte (the peek
+ * sees the end) before its handler marks the request as being answered, and a slow
+ * moment there (seen under TSan) must not cost that client its answer. A connection stays listed (and
  * its fd open) until libmicrohttpd's CLOSED notification, which takes the
  * list's lock, so the sweeper never touches an fd that was closed and
  * reused. Its cost: one recv(MSG_PEEK) per idle connection per second.
@@ -34,6 +37,7 @@ struct nr_http_conn_s {
     nr_http_conn_t *prev, *next;
     int fd;
     atomic_bool busy; /* a request is being answered */
+    unsigned gone;    /* sweeps in a row that found the peer closed and nothing answered */
 };
 
 #define REFUSAL_BODY "{\"error\":\"the server has too many open connections; try again later\"}"
@@ -136,10 +140,14 @@ static void sweep(nr_http_conns_t *cs)
     unsigned closed = 0;
     pthread_mutex_lock(&cs->mu);
     for (nr_http_conn_t *e = cs->head; e != NULL; e = e->next) {
-        if (atomic_load(&e->busy))
+        if (atomic_load(&e->busy)) {
+            e->gone = 0;
             continue;
+        }
         char b;
-        if (recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        if (recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0) {
+            e->gone = 0;
+        } else if (++e->gone >= 2) { /* twice, a second apart: see above */
             shutdown(e->fd, SHUT_RDWR);
             closed++;
         }
