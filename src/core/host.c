@@ -62,8 +62,8 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
     nr_req_t *req = nr_req_new(m);
     if (r->id != NULL && r->id[0] != '\0')
         st = nr_req_set_id(req, r->id, strlen(r->id));
-    if (r->params_len > 2 && r->params[0] == '{' && r->params[r->params_len - 1] == '}')
-        nr_buf_append(&req->params, r->params, r->params_len - 1); /* validation closes it */
+    if (st == NULL && r->params_len > 0)
+        nr_req_set_params(req, r->params, r->params_len);
     for (size_t i = 0; st == NULL && i < r->n_inputs; i++) {
         const nr_tensor_t *t = &r->inputs[i];
         st = nr_req_add_input(req, t->name, strlen(t->name), t->dtype, t->dims, t->ndim, t->data,
@@ -149,9 +149,9 @@ static nr_status_t *control_refused(const nr_model_t *caller)
     if (caller->repo == NULL)
         return nr_status_new(NR_UNAVAILABLE, "model '%s' cannot reach the model repository",
                              caller->name);
-    if (nr_repo_mode(caller->repo) != NR_CONTROL_EXPLICIT) /* the repository endpoints' words */
-        return nr_status_new(NR_UNAVAILABLE, "explicit model load / unload is not allowed if "
-                             "polling is enabled");
+    nr_status_t *st = nr_repo_control_allowed(caller->repo);
+    if (st != NULL)
+        return st;
     if (nr_repo_controlling())
         return nr_status_new(NR_UNAVAILABLE, "a model cannot be loaded or unloaded while "
                              "another one loads (from a model's initialize)");

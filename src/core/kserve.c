@@ -199,26 +199,17 @@ void nr_kserve_repo_index(nr_server_t *s, bool ready_only, nr_kserve_index_fn fn
     nr_repo_index(nr_server_repo(s), ready_only, index_version, &w);
 }
 
-/* Load and unload are refused unless the mode is explicit, in Triton's words. */
-static nr_status_t *control_allowed(nr_server_t *s)
-{
-    if (nr_repo_mode(nr_server_repo(s)) == NR_CONTROL_EXPLICIT)
-        return NULL;
-    return nr_status_new(NR_UNAVAILABLE,
-                         "explicit model load / unload is not allowed if polling is enabled");
-}
-
 nr_status_t *nr_kserve_repo_load(nr_server_t *s, const char *model, size_t len,
                                  const nr_repo_load_params_t *p)
 {
-    nr_status_t *st = control_allowed(s);
+    nr_status_t *st = nr_repo_control_allowed(nr_server_repo(s));
     return st ? st : nr_repo_load(nr_server_repo(s), model, len, p);
 }
 
 nr_status_t *nr_kserve_repo_unload(nr_server_t *s, const char *model, size_t len,
                                    bool dependents)
 {
-    nr_status_t *st = control_allowed(s);
+    nr_status_t *st = nr_repo_control_allowed(nr_server_repo(s));
     return st ? st : nr_repo_unload(nr_server_repo(s), model, len, dependents);
 }
 

@@ -1493,6 +1493,14 @@ void nr_repo_destroy(nr_repo_t *repo)
     free(repo);
 }
 
+nr_status_t *nr_repo_control_allowed(const nr_repo_t *repo)
+{
+    if (repo->opts.mode == NR_CONTROL_EXPLICIT)
+        return NULL;
+    return nr_status_new(NR_UNAVAILABLE,
+                         "explicit model load / unload is not allowed if polling is enabled");
+}
+
 nr_control_mode_t nr_repo_mode(const nr_repo_t *repo)
 {
     return repo->opts.mode;

@@ -52,6 +52,10 @@ NR_MUST_CHECK nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo
 void nr_repo_destroy(nr_repo_t *repo);
 
 nr_control_mode_t nr_repo_mode(const nr_repo_t *repo);
+/* NULL in explicit model control mode, else Triton's refusal of an explicit load or unload
+ * (UNAVAILABLE "explicit model load / unload is not allowed if polling is enabled", in
+ * MODE_NONE too): what the repository endpoints and a backend's load_model answer. */
+nr_status_t *nr_repo_control_allowed(const nr_repo_t *repo);
 
 /* Finds a READY model version for serving and takes a reference on it
  * (nr_model_release gives it back); version < 0 = highest READY version.

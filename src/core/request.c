@@ -389,6 +389,13 @@ nr_status_t *nr_req_validate(nr_req_t *req)
     return NULL;
 }
 
+void nr_req_set_params(nr_req_t *req, const char *json, size_t len)
+{
+    nr_buf_reset(&req->params);
+    if (len > 2 && json[0] == '{' && json[len - 1] == '}') /* validation closes it */
+        nr_buf_append(&req->params, json, len - 1);
+}
+
 void nr_req_add_param(nr_req_t *req, const char *key, size_t key_len, const char *value,
                       size_t value_len)
 {

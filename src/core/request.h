@@ -111,6 +111,9 @@ NR_MUST_CHECK nr_status_t *nr_req_add_output(nr_req_t *req, const char *name, si
 /* Adds a custom parameter: `value` is its JSON text (a number, true/false, a quoted string). */
 void nr_req_add_param(nr_req_t *req, const char *key, size_t key_len, const char *value,
                       size_t value_len);
+/* All its custom parameters at once, as a JSON object's text (copied; "{}" or text that is
+ * not an object: none). */
+void nr_req_set_params(nr_req_t *req, const char *json, size_t len);
 /* The request's id (copied); UNAVAILABLE when the copy cannot be had. */
 NR_MUST_CHECK nr_status_t *nr_req_set_id(nr_req_t *req, const char *id, size_t len);
 /* Config index of the input named so, or -1. */
