@@ -37,6 +37,11 @@ typedef struct {
     const char *id;       /* the request's id; NULL or "" when it has none */
     const char *params;   /* its custom parameters as a JSON object; NULL when it has none */
     size_t params_len;
+    /* Set by the backend during execute (decoupled models only): this request stays open after
+     * execute returns, and its final response comes later through nr_host_t.respond, from
+     * any thread (Triton's decoupled model: the instance takes its next batch meanwhile). The
+     * request stays in flight (its model loaded, its memory valid) until then. */
+    bool later;
 } nr_batch_item_t;
 
 typedef struct {
@@ -100,10 +105,11 @@ typedef struct {
      * Nothing is sent after a final one; an item that leaves execute without its final
      * response ends with its status, or without one, with its outputs as its final response
      * (a backend that never calls respond, onnxruntime's, answers each request once).
-     * Context: the thread running execute, during the call, for items of that batch. */
+     * Context: the thread running execute, during the call, for items of that batch; for an
+     * item marked `later`, any thread until its final response, one call at a time. */
     void (*respond)(void *ctx, nr_batch_item_t *item, const nr_status_t *err, unsigned flags);
     /* Whether the item's client has gone (a cancelled gRPC stream, a C API cancel): the model
-     * may stop working on it. Context: the thread running execute, for items of that batch. */
+     * may stop working on it. Context: as respond's. */
     bool (*is_cancelled)(void *ctx, const nr_batch_item_t *item);
     /* Custom metrics (Triton's TRITONSERVER_MetricFamily* / TRITONSERVER_Metric*), shown on the
      * metrics endpoint: families by name (kind 0 counter, 1 gauge, 2 histogram), metrics by

@@ -11,6 +11,7 @@
 
 #include "../common/alloc.h"
 #include "custom_metrics.h"
+#include "instance.h"
 #include "repository.h"
 
 #include <stddef.h>
@@ -107,7 +108,11 @@ static void host_respond(void *ctx, nr_batch_item_t *item, const nr_status_t *er
                          unsigned flags)
 {
     (void)ctx;
-    nr_req_respond(item_req(item), err, flags);
+    nr_req_t *req = item_req(item);
+    bool end = item->later && !req->final_sent && (flags & NR_RESPONSE_FINAL);
+    nr_req_respond(req, err, flags);
+    if (end)
+        nr_inst_later_final(req);
 }
 
 /* ---- custom metrics: the core's registry (custom_metrics.h) behind opaque handles ---- */

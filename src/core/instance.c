@@ -138,10 +138,14 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     nr_batch_t b = {.items = inst->items, .n = n};
     uint64_t t_exec = nr_now_ns();
     for (size_t i = 0; i < n; i++) {
-        inst->reqs[i]->t_exec_ns = t_exec;
-        inst->reqs[i]->item.status = NULL;
-        inst->items[i] = &inst->reqs[i]->item;
-        b.total_batch_size += inst->reqs[i]->batch_size;
+        nr_req_t *r = inst->reqs[i];
+        r->t_exec_ns = t_exec;
+        r->item.status = NULL;
+        r->item.later = false;
+        r->queued = queued;
+        atomic_store_explicit(&r->later_refs, 2, memory_order_relaxed);
+        inst->items[i] = &r->item;
+        b.total_batch_size += r->batch_size;
     }
     nr_status_t *st = m->backend->execute(inst->state, &b);
     uint64_t t_end = nr_now_ns();
@@ -152,13 +156,18 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
         b.infer_end_ns = t_end;
     for (size_t i = 0; i < n; i++) {
         nr_req_t *r = inst->reqs[i];
-        if (st)
+        if (r->item.later) { /* answered later, from another thread: its item, outputs
+                                and responses are the backend's until its final one */
+        } else if (st) {
             r->status = nr_status_new(st->code, "%s", st->msg);
-        else
+            nr_status_free(r->item.status);
+            r->item.status = NULL;
+        } else {
             r->status = r->item.status;
-        r->item.status = NULL;
-        if (decoupled && r->status == NULL && !r->final_sent) /* answered as a plain model */
-            nr_req_respond(r, NULL, NR_RESPONSE_FINAL);      /* is: its one response */
+            r->item.status = NULL;
+            if (decoupled && r->status == NULL && !r->final_sent)
+                nr_req_respond(r, NULL, NR_RESPONSE_FINAL); /* answered as a plain model is */
+        }
         if (r->status) { /* never hand out partial outputs */
             for (size_t k = 0; k < r->n_want; k++) {
                 nr_hold_unref(r->outputs[k].hold);
@@ -171,14 +180,34 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     }
     record(m, inst->reqs, n, &b, t_exec, t_end, st == NULL);
     nr_status_free(st);
+    /* the requests still open (item.later) leave the batch; each ends with its final response
+     * or here, whichever comes second (nr_inst_later_final) */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        nr_req_t *r = inst->reqs[i];
+        if (!r->item.later)
+            inst->reqs[k++] = r;
+        else if (atomic_fetch_sub_explicit(&r->later_refs, 1, memory_order_acq_rel) == 1)
+            inst->reqs[k++] = r; /* its final response came first */
+    }
     if (queued) {
-        nr_sched_complete(m->sched, inst->reqs, n);
+        nr_sched_complete(m->sched, inst->reqs, k);
     } else {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < k; i++)
             nr_req_done(inst->reqs[i]);
     }
     /* the scratch arrays (reqs, items) are free again */
     NR_DEBUG_ONLY(atomic_store(&inst->running, false);)
+}
+
+void nr_inst_later_final(nr_req_t *r)
+{
+    if (atomic_fetch_sub_explicit(&r->later_refs, 1, memory_order_acq_rel) != 1)
+        return; /* execute has not returned yet: run_batch ends it */
+    if (r->queued)
+        nr_sched_complete(r->model->sched, &r, 1);
+    else
+        nr_req_done(r);
 }
 
 /* Requests whose queue timeout expired (REJECT): never executed, answered

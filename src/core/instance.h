@@ -40,6 +40,10 @@ const char *nr_inst_name(const nr_instance_t *inst);
  * Context: the frontend thread that borrowed the instance (asserted in the debug builds);
  * no lock held; blocks in the backend's execute. */
 void nr_inst_run_inline(nr_instance_t *inst, nr_req_t *req);
+/* The final response of a request its backend answered after execute (item.later) has gone:
+ * the request ends (done, through the scheduler when it came through it) once its batch's
+ * execute has returned too. Context: the thread that sent the final response. */
+void nr_inst_later_final(nr_req_t *r);
 /* Runs validated requests that never went through the queue (warmup) on
  * this instance from the calling thread, before its thread starts: in
  * batches of at most the instance's batch capacity, each completed by its

@@ -82,6 +82,10 @@ struct nr_req_s {
      * decoupled model refuses the request. */
     nr_req_response_fn on_response;
     bool final_sent; /* the final response has been delivered (decoupled models) */
+    /* an item the backend answers after execute (item.later): its end is owned by whichever
+     * of run_batch's end and the final response comes second (instance.c) */
+    atomic_uint later_refs;
+    bool queued; /* it came through the scheduler (completed through it) */
     uint32_t n_responses;        /* delivered so far (response statistics) */
     uint64_t t_last_response_ns; /* when the last one was (0: none yet) */
     void *frontend; /* frontend's per-request state (not touched by core) */

@@ -952,6 +952,11 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     assert final_flag(got[400][0]) and not got[400][0].get_response().outputs
     pid = stub_pids(srv, "dec_probe_0")[0]
     assert os.stat(f"/proc/{pid}/fd/6").st_size <= 16 << 20
+    # the count of messages read goes on across requests (an empty final has no body)
+    got = stream_collect(client, "dec_probe", [[int32_input("MODE", [4])]], 401, timeout=60,
+                         enable_empty_final_response=True)
+    assert all(e is None for _, e in got) and final_flag(got[400][0])
+    assert os.stat(f"/proc/{pid}/fd/6").st_size <= 16 << 20
     # the stream goes on after each error: mode 0 again
     assert texts(0, 3)[2] == ("last", True)
 
@@ -984,6 +989,68 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     assert [e for _, e in got] == [None, None]
     assert [final_flag(r) for r, _ in got] == [True, True]
     np.testing.assert_array_equal(got[1][0].as_numpy("OUTPUT0"), x.reshape(1, 4))
+
+
+def test_decoupled_instance_takes_the_next_request_while_answering(server_factory, tmp_path):
+    """As on Triton, a decoupled model's instance is free once execute returns: with one
+    instance of repeat_int32, a second client's request is answered while the first one's
+    thread is still streaming, and the first one's responses that come during the second's
+    execute arrive whole and in order. A stub killed while a request is still open ends that
+    request with Triton's error; the next request gets a new stub."""
+    import queue
+    repo = tmp_path / "repo"
+    for f in ("config.pbtxt", "1/model.py"):
+        (repo / "repeat_int32" / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "repeat_int32" / f).write_text((EXAMPLES / "repeat_int32" / f).read_text())
+    srv = server_factory([repo], [])
+
+    def repeat(values, delays, wait):
+        return [int32_input("IN", values), int32_input("DELAY", delays, "UINT32"),
+                int32_input("WAIT", [wait], "UINT32")]
+
+    def open_stream():
+        client = grpcclient.InferenceServerClient(srv.grpc_url)
+        got = queue.Queue()
+        client.start_stream(callback=lambda result, error: got.put((result, error)))
+        return client, got
+
+    a, a_got = open_stream()
+    b, b_got = open_stream()
+    try:
+        a.async_stream_infer("repeat_int32", repeat([1, 2, 3, 4, 5], [300] * 5, 0),
+                             enable_empty_final_response=True)
+        first = [a_got.get(timeout=30)]
+        # the second request's execute sleeps while the first one's responses keep coming
+        b.async_stream_infer("repeat_int32", repeat([9], [0], 400),
+                             enable_empty_final_response=True)
+        b_res = [b_got.get(timeout=30) for _ in range(2)]
+        assert all(e is None for _, e in b_res), b_res
+        assert int(b_res[0][0].as_numpy("OUT")[0]) == 9 and final_flag(b_res[1][0])
+        # the first request was still being answered when the second one ended
+        seen = first + [a_got.get_nowait() for _ in range(a_got.qsize())]
+        assert not any(e is None and final_flag(r) for r, e in seen), seen
+        rest = [a_got.get(timeout=30) for _ in range(6 - len(seen))]
+        got = seen + rest
+        assert all(e is None for _, e in got), got
+        assert [int(r.as_numpy("OUT")[0]) for r, _ in got[:5]] == [1, 2, 3, 4, 5]
+        assert [int(r.as_numpy("IDX")[0]) for r, _ in got[:5]] == [0, 1, 2, 3, 4]
+        assert [final_flag(r) for r, _ in got] == [False] * 5 + [True]
+
+        # the stub dies while a request is open: it ends with Triton's error
+        (pid,) = stub_pids(srv)
+        a.async_stream_infer("repeat_int32", repeat([1, 2, 3], [0, 60000, 60000], 0))
+        r, e = a_got.get(timeout=30)
+        assert e is None and int(r.as_numpy("OUT")[0]) == 1
+        os.kill(pid, signal.SIGKILL)
+        r, e = a_got.get(timeout=30)
+        assert e is not None and e.message() == "Stub process 'repeat_int32_0_0' is not healthy."
+        b.async_stream_infer("repeat_int32", repeat([7], [0], 0))
+        r, e = b_got.get(timeout=30)
+        assert e is None and int(r.as_numpy("OUT")[0]) == 7
+        assert stub_pids(srv) not in ([], [pid])
+    finally:
+        a.stop_stream()
+        b.stop_stream()
 
 
 # ---------------------------------------------------------------------------- custom metrics

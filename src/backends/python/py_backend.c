@@ -6,9 +6,12 @@
  * model_load: finds the interpreter (the model's EXECUTION_ENV_PATH, else the machine's python3).
  * instance_create: starts the instance's stub and initializes the model in it (initialize(args)),
  *     bounded by stub-timeout-seconds (--backend-config=python,...; 30 s).
- * execute: writes the batch into the stub's shared memory, waits for its responses there and
- *     copies each request's outputs out (one buffer per request). A stub that dies fails the
- *     batch it held and is started again for the next one.
+ * execute: writes the batch into the stub's batch file, waits for its responses in the shared
+ *     file and copies each request's outputs out (one buffer per request). A stub that dies
+ *     fails the batch it held (and the requests it still answers) and is started again for
+ *     the next one. A decoupled model's requests may stay open after execute returns, as on
+ *     Triton: each has a slot (its name on the wire) and the batch file's region it was
+ *     written to is kept until every one of them has sent its final flag.
  *
  * Ownership: the model state borrows the config and owns its paths; an instance owns its stub.
  */
@@ -225,6 +228,7 @@ static void stub_down(py_inst_t *in, int timeout_ms)
 {
     in->up = false;
     nr_py_stub_stop(&in->stub, timeout_ms);
+    py_fail_open(in);
     py_side_forget(in);
 }
 
@@ -235,6 +239,8 @@ static nr_status_t *inst_start(py_inst_t *in)
     nr_status_t *st = nr_py_stub_start(&in->stub, m->python, "instance", in->name);
     if (st != NULL)
         return st;
+    in->consumed = 0; /* a new stub counts its messages from 0 (py_int.h) */
+    in->n_regions = 0;
     nr_buf_t b;
     nr_buf_init(&b);
     char dev[16];
@@ -323,8 +329,95 @@ static void py_instance_destroy(void *state)
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->idle);
     pthread_cond_destroy(&in->handoff);
+    free(in->slots);
+    free(in->regions);
     free(in->name);
     free(in);
+}
+
+/* ---- the requests the stub holds: slots, and the batch file's regions they read ----------- */
+
+enum { SENT_ONE = 1, SENT_FINAL = 2 }; /* a request's sender's state */
+
+typedef struct py_slot_s {
+    nr_batch_item_t *it; /* NULL: free */
+    size_t region;       /* the offset of the batch it came in */
+    uint8_t sent;        /* SENT_* */
+    bool later;          /* its batch's execute has returned (item.later) */
+} py_slot_t;
+
+typedef struct py_region_s {
+    size_t off, end;
+    uint32_t open; /* requests of it answered later, not ended yet */
+} py_region_t;
+
+static uint32_t slot_take(py_inst_t *in, nr_batch_item_t *it, size_t region)
+{
+    uint32_t i = in->free_hint;
+    while (i < in->n_slots && in->slots[i].it != NULL)
+        i++;
+    if (i == in->n_slots) {
+        in->slots = nr_grow(in->slots, in->n_slots, sizeof(py_slot_t));
+        i = in->n_slots++;
+    }
+    in->slots[i] = (py_slot_t){.it = it, .region = region};
+    in->free_hint = i + 1;
+    return i;
+}
+
+static void region_drop(py_inst_t *in, size_t k)
+{
+    in->regions[k] = in->regions[--in->n_regions];
+}
+
+static void slot_free(py_inst_t *in, uint32_t i)
+{
+    py_slot_t *sl = &in->slots[i];
+    if (sl->later) {
+        in->n_later--;
+        for (size_t k = 0; k < in->n_regions; k++)
+            if (in->regions[k].off == sl->region && --in->regions[k].open == 0) {
+                region_drop(in, k);
+                break;
+            }
+    }
+    *sl = (py_slot_t){0};
+    if (i < in->free_hint)
+        in->free_hint = i;
+}
+
+/* Where a batch of `size` bytes goes in the batch file: the lowest place no open request's
+ * region overlaps (offset 0 while none is open: the common case). */
+static size_t region_place(const py_inst_t *in, size_t size)
+{
+    size_t at = 0;
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t k = 0; k < in->n_regions; k++)
+            if (at < in->regions[k].end && in->regions[k].off < at + size) {
+                at = (in->regions[k].end + NR_PY_ALIGN - 1) & ~(size_t)(NR_PY_ALIGN - 1);
+                moved = true;
+            }
+    }
+    return at;
+}
+
+void py_fail_open(py_inst_t *in)
+{
+    for (uint32_t i = 0; in->n_later > 0 && i < in->n_slots; i++) {
+        py_slot_t *sl = &in->slots[i];
+        if (sl->it == NULL || !sl->later)
+            continue;
+        nr_batch_item_t *it = sl->it;
+        slot_free(in, i);
+        nr_status_t *st = nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.",
+                                        in->name);
+        nr_status_free(it->status);
+        it->status = NULL;
+        in->info.host->respond(in->info.host->ctx, it, st, NR_RESPONSE_FINAL);
+        nr_status_free(st);
+    }
+    in->n_regions = 0; /* the stub that read them has gone */
 }
 
 /* ---- execute -------------------------------------------------------------------------------- */
@@ -337,8 +430,10 @@ typedef struct {
 
 static void out_release(nr_hold_t *h) { free(h); }
 
-/* Writes the batch from offset 0; returns its length. */
-static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
+/* Writes the batch into the batch file (its place in *at, its length in *len), each request
+ * given a slot (ids[i]). */
+static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, uint32_t *ids, size_t *at,
+                           size_t *len)
 {
     size_t head = sizeof(nr_py_batch_t), data = 0;
     for (size_t i = 0; i < b->n; i++) {
@@ -352,18 +447,22 @@ static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
             }
     }
     size_t total = align(head) + data;
-    nr_status_t *st = nr_py_stub_reserve(&in->stub, total + NR_PY_ALIGN);
+    size_t o = region_place(in, total);
+    nr_status_t *st = nr_py_stub_reserve_batch(&in->stub, o + total + NR_PY_ALIGN);
     if (st != NULL)
         return st;
-    char *base = in->stub.shm;
+    in->regions = nr_grow(in->regions, in->n_regions, sizeof(py_region_t));
+    in->regions[in->n_regions++] = (py_region_t){.off = o, .end = o + total};
+    char *base = in->stub.batch;
     nr_py_batch_t bh = {.n = (uint32_t)b->n};
-    memcpy(base, &bh, sizeof(bh));
-    size_t p = sizeof(bh), d = align(head);
+    memcpy(base + o, &bh, sizeof(bh));
+    size_t p = o + sizeof(bh), d = o + align(head);
     for (size_t i = 0; i < b->n; i++) {
-        const nr_batch_item_t *it = b->items[i];
+        nr_batch_item_t *it = b->items[i];
         size_t id_len = it->id ? strlen(it->id) : 0;
+        ids[i] = slot_take(in, it, o);
         nr_py_req_t rh = {.n_want = (uint32_t)it->n_want, .id_len = (uint32_t)id_len,
-                          .params_len = (uint32_t)it->params_len};
+                          .params_len = (uint32_t)it->params_len, .slot = ids[i]};
         for (size_t k = 0; k < it->n_inputs; k++)
             rh.n_inputs += it->inputs[k].data != NULL;
         memcpy(base + p, &rh, sizeof(rh));
@@ -390,7 +489,8 @@ static nr_status_t *encode(py_inst_t *in, const nr_batch_t *b, size_t *len)
             d = align(d + t->size);
         }
     }
-    *len = d;
+    *at = o;
+    *len = d - o;
     return NULL;
 }
 
@@ -748,17 +848,17 @@ static void consumed(py_inst_t *in)
     __atomic_store_n((uint64_t *)in->stub.reply, in->consumed, __ATOMIC_RELEASE);
 }
 
-/* One response of request h->arg & 0xffffff: handed to its client at once (decoupled), or kept
- * as the request's answer (the default mode allows one response, then the final flag).
- * Returns whether it was the request's final one. */
-enum { SENT_ONE = 1, SENT_FINAL = 2 }; /* a request's senders' state in a batch */
-
-static bool sender_response(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h, uint8_t *sent)
+/* One response of the request in slot h->arg & 0xffffff: handed to its client at once
+ * (decoupled), or kept as the request's answer (the default mode allows one response, then
+ * the final flag). */
+static void sender_response(py_inst_t *in, const nr_py_hdr_t *h)
 {
     uint32_t i = h->arg & 0xffffffu, flags = h->arg >> 24;
-    if (i >= b->n || (sent[i] & SENT_FINAL)) /* the stub closes a sender after its final flag */
-        return false;
-    nr_batch_item_t *it = b->items[i];
+    py_slot_t *sl = i < in->n_slots ? &in->slots[i] : NULL;
+    if (sl == NULL || sl->it == NULL || (sl->sent & SENT_FINAL)) /* the stub closes a sender
+                                                                    after its final flag */
+        return;
+    nr_batch_item_t *it = sl->it;
     bool decoupled = in->m->cfg->decoupled;
     if (!(flags & NR_RESPONSE_NONE)) {
         uint64_t p = h->off + sizeof(nr_py_batch_t), end = h->off + h->len;
@@ -768,7 +868,7 @@ static bool sender_response(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h, 
         nr_status_t *st = NULL;
         if (bh.n != 1)
             st = bad_answer(in, "response header");
-        else if (!decoupled && (sent[i] & SENT_ONE)) /* the stub refuses it first */
+        else if (!decoupled && (sl->sent & SENT_ONE)) /* the stub refuses it first */
             st = bad_answer(in, "a second response in the default mode");
         else
             st = decode_one(in, it, &p, h->off, end);
@@ -776,32 +876,79 @@ static bool sender_response(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h, 
             nr_status_free(it->status);
             it->status = st;
         }
-        sent[i] |= SENT_ONE;
+        sl->sent |= SENT_ONE;
     }
-    if (decoupled) {
+    bool final = flags & NR_RESPONSE_FINAL;
+    if (final)
+        sl->sent |= SENT_FINAL;
+    if (final && sl->later) /* its batch has ended: the request ends with this response */
+        slot_free(in, i);
+    if (decoupled) { /* after this a later request may be gone */
         nr_status_t *err = it->status;
         it->status = NULL;
         in->info.host->respond(in->info.host->ctx, it, err, flags);
         nr_status_free(err);
     }
-    if (flags & NR_RESPONSE_FINAL)
-        sent[i] |= SENT_FINAL;
-    return sent[i] & SENT_FINAL;
 }
 
-static nr_status_t *run(py_inst_t *in, nr_batch_t *b);
+void py_sender_message(py_inst_t *in, const nr_py_hdr_t *h)
+{
+    if (h->kind == NR_PY_CANCELLED) {
+        uint64_t i = h->off;
+        bool gone = i < in->n_slots && in->slots[i].it != NULL &&
+                    in->info.host->is_cancelled(in->info.host->ctx, in->slots[i].it);
+        unsigned flags = NR_RESPONSE_FINAL | (gone ? NR_PY_REPLY_CANCELLED : 0);
+        nr_status_free(nr_py_stub_send(&in->stub, NR_PY_BLS_REPLY,
+                                       (h->arg & 0xffffffu) | flags << 24, 0, 0));
+        return;
+    }
+    sender_response(in, h);
+    if (!((h->arg >> 24) & NR_RESPONSE_NONE)) /* it had a body in the shared file */
+        consumed(in);
+}
+
+static nr_status_t *run(py_inst_t *in, nr_batch_t *b, uint32_t *ids);
 
 static nr_status_t *py_execute(void *state, nr_batch_t *b)
 {
     py_inst_t *in = state;
+    uint32_t few[16], *ids = b->n <= 16 ? few : nr_malloc(b->n * sizeof(uint32_t));
     py_side_own(in);
-    nr_status_t *st = run(in, b);
+    nr_status_t *st = run(in, b, ids);
     py_side_release(in);
+    if (ids != few)
+        free(ids);
     return st;
 }
 
+/* The batch's requests leave their slots when execute ends; a decoupled model's without their
+ * final flag stay, answered later (item.later), and so does the batch's region. */
+static void batch_end(py_inst_t *in, nr_batch_t *b, const uint32_t *ids, size_t at, bool keep)
+{
+    uint32_t open = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        py_slot_t *sl = &in->slots[ids[i]];
+        if (keep && !(sl->sent & SENT_FINAL)) {
+            sl->later = true;
+            b->items[i]->later = true;
+            open++;
+        } else {
+            slot_free(in, ids[i]);
+        }
+    }
+    in->n_later += open;
+    for (size_t k = 0; k < in->n_regions; k++)
+        if (in->regions[k].off == at) {
+            if (open == 0)
+                region_drop(in, k);
+            else
+                in->regions[k].open = open;
+            break;
+        }
+}
+
 /* execute, the socket owned. */
-static nr_status_t *run(py_inst_t *in, nr_batch_t *b)
+static nr_status_t *run(py_inst_t *in, nr_batch_t *b, uint32_t *ids)
 {
     nr_status_t *st = NULL;
     if (in->up && nr_py_stub_hung_up(&in->stub)) { /* it died while idle */
@@ -817,38 +964,19 @@ static nr_status_t *run(py_inst_t *in, nr_batch_t *b)
             return nr_status_new(NR_UNAVAILABLE, "Stub process '%s' is not healthy.", in->name);
         }
     }
-    size_t len = 0;
-    st = encode(in, b, &len);
+    size_t at = 0, len = 0;
+    st = encode(in, b, ids, &at, &len);
     b->input_end_ns = nr_now_ns();
+    if (st != NULL) /* no slot was taken */
+        return st;
     nr_py_hdr_t h;
     in->reply_used = NR_PY_REPLY_HEAD; /* no request of the last batch is still answered */
-    in->consumed = 0;
-    *(uint64_t *)in->stub.reply = 0;
-    uint8_t few[16], *sent = b->n <= 16 ? few : nr_malloc(b->n);
-    memset(sent, 0, b->n);
-    size_t finals = 0;
-    bool returned = false; /* execute returned None: the batch ends with its final flags */
-    if (st == NULL)
-        st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, 0, len);
-    while (st == NULL && !(returned && finals == b->n) &&
-           (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL) {
-        if (h.kind == NR_PY_BLS) {
-            bls_start(in, &h);
-            consumed(in);
-        } else if (h.kind == NR_PY_RESPONSE) {
-            finals += sender_response(in, b, &h, sent);
-            consumed(in);
-        } else if (h.kind == NR_PY_CANCELLED) {
-            bool gone = h.off < b->n &&
-                        in->info.host->is_cancelled(in->info.host->ctx, b->items[h.off]);
-            unsigned flags = NR_RESPONSE_FINAL | (gone ? NR_PY_REPLY_CANCELLED : 0);
-            nr_status_free(nr_py_stub_send(&in->stub, NR_PY_BLS_REPLY, (h.arg & 0xffffffu) |
-                                           flags << 24, 0, 0));
-        } else if (h.kind == NR_PY_OK) {
-            returned = true;
-        } else {
-            break; /* its answer (a list of responses), or its error */
-        }
+    st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, at, len);
+    /* the senders' responses are read inside the wait (py_sender_message) */
+    while (st == NULL && (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL &&
+           h.kind == NR_PY_BLS) {
+        bls_start(in, &h);
+        consumed(in);
     }
     b->infer_end_ns = nr_now_ns();
     /* the answers still to come write into the stub's memory: wait for them */
@@ -856,25 +984,33 @@ static nr_status_t *run(py_inst_t *in, nr_batch_t *b)
     while (in->outstanding > 0)
         pthread_cond_wait(&in->idle, &in->mu);
     pthread_mutex_unlock(&in->mu);
-    if (st == NULL && returned) { /* every request has had its final flag */
-    } else if (st == NULL && h.kind == NR_PY_ERROR) {
+    size_t finals = 0;
+    for (size_t i = 0; i < b->n; i++)
+        finals += (in->slots[ids[i]].sent & SENT_FINAL) != 0;
+    bool died = st != NULL, keep = false;
+    if (died) {
+    } else if (h.kind == NR_PY_OK) {  /* answered through the senders */
+        keep = in->m->cfg->decoupled; /* a decoupled model's requests may stay open */
+        if (!keep && finals < b->n)   /* the stub waits for every final flag first */
+            st = bad_answer(in, "the end of a batch with requests unanswered");
+    } else if (h.kind == NR_PY_ERROR) {
         st = nr_status_new(NR_INTERNAL, "%s", nr_py_stub_text(&in->stub, &h));
-    } else if (st == NULL && h.kind != NR_PY_RESPONSES) {
+    } else if (h.kind != NR_PY_RESPONSES) {
         st = bad_answer(in, "message kind");
-    } else if (st == NULL) {
-        st = decode(in, b, &h);
     } else {
-        stub_down(in, 0);
+        st = decode(in, b, &h);
+        consumed(in);
     }
     if (st != NULL && finals > 0) { /* the requests already finished keep their answers */
         for (size_t i = 0; i < b->n; i++)
-            if (!(sent[i] & SENT_FINAL) && b->items[i]->status == NULL)
+            if (!(in->slots[ids[i]].sent & SENT_FINAL) && b->items[i]->status == NULL)
                 b->items[i]->status = nr_status_new(st->code, "%s", st->msg);
         nr_status_free(st);
         st = NULL;
     }
-    if (sent != few)
-        free(sent);
+    batch_end(in, b, ids, at, keep);
+    if (died)
+        stub_down(in, 0);
     return st;
 }
 

@@ -6,11 +6,15 @@
  * EXECUTION_ENV_PATH) running stub/nereid_stub.py, which imports the model's model.py and
  * triton_python_backend_utils (stub/). They talk over a SOCK_SEQPACKET socketpair that carries
  * only 24-byte headers, log lines and error texts; every request and response body, tensor
- * bytes included, is written once into a shared-memory file (memfd) both processes map.
+ * bytes included, is written once into a shared-memory file (memfd) both processes map. Each
+ * file has one writer: the batch file (the server's batches), the shared file (the stub's
+ * answers and requests; the server's initialize and auto-complete arguments before any), the
+ * reply file (the server's answers to the stub's requests).
  *
  * Threads: a stub belongs to its instance, and the instance runs one execute at a time
- * (backend.h), so nothing here locks: spawn/init/finalize run on the loading thread, execute on
- * whichever thread holds the instance.
+ * (backend.h); whoever owns the stub's socket (py_side.c: the thread running execute, or
+ * else the instance's listener) reads it and does what its messages say, so the stub's
+ * state needs no lock of its own: spawn/init/finalize run on the loading thread.
  */
 #ifndef NR_PY_INT_H
 #define NR_PY_INT_H
@@ -27,7 +31,7 @@
 /* ---- the wire (all little-endian; nereid_stub.py's struct formats in comments) ----------- */
 enum {
     NR_PY_INIT = 1,         /* body: {"args": {...}, "model_path": "..."} (JSON, shared memory) */
-    NR_PY_EXECUTE = 2,      /* body: a batch (below, shared memory) */
+    NR_PY_EXECUTE = 2,      /* body: a batch (below, in the batch file) */
     NR_PY_FINALIZE = 3,     /* no body; the stub answers OK and exits */
     NR_PY_AUTOCOMPLETE = 4, /* body: {"config": {...}, "model_path": "..."} */
     NR_PY_BLS_REPLY = 5,    /* arg: the request's tag | flags << 24 (NR_RESPONSE_FINAL on its
@@ -42,10 +46,12 @@ enum {
     NR_PY_CONFIG = 14,      /* body: the completed config (JSON, shared memory) */
     NR_PY_BLS = 15,         /* arg: a tag; body: a request to another model (below) */
     NR_PY_RESPONSE = 16,    /* a response sender's (decoupled models, or the default mode's
-                               sender): arg: the request's index in the batch | flags << 24
+                               sender): arg: the request's slot | flags << 24
                                (NR_RESPONSE_FINAL, NR_RESPONSE_NONE: no body); body: one
-                               response as in a batch's answer */
-    NR_PY_CANCELLED = 17,   /* request.is_cancelled(): arg: a tag, off: the request's index;
+                               response as in a batch's answer. A decoupled model's requests
+                               stay open after execute returns (backend.h, item.later): their
+                               responses may come during a later batch or while idle */
+    NR_PY_CANCELLED = 17,   /* request.is_cancelled(): arg: a tag, off: the request's slot;
                                answered by an NR_PY_BLS_REPLY with no body, its flags
                                NR_RESPONSE_FINAL | NR_PY_REPLY_CANCELLED when it is */
     NR_PY_METRIC = 18,      /* custom metrics, at any time: arg: a tag (0: no answer wanted);
@@ -84,8 +90,9 @@ typedef struct {
 } nr_py_metric_t;                                                                /* <IIQdII */
 #define NR_PY_REPLY_ERROR 8u
 /* Execute's end: NR_PY_RESPONSES (execute returned a list), NR_PY_OK (it returned None: the
- * requests are answered through their senders; the batch ends once each has sent its final
- * flag), or NR_PY_ERROR (it raised; the senders of the batch are closed first). */
+ * requests are answered through their senders; in the default mode the stub sends it once
+ * each has sent its final flag, a decoupled model's requests without one stay open), or
+ * NR_PY_ERROR (it raised; the senders of the batch are closed first). */
 
 typedef struct { uint32_t kind, arg; uint64_t off, len; } nr_py_hdr_t;          /* <IIQQ */
 /* A batch: nr_py_batch_t, then per request nr_py_req_t, its id, its parameters (JSON), its
@@ -99,8 +106,10 @@ typedef struct { uint32_t n, pad; } nr_py_batch_t;                              
 typedef struct {
     uint32_t n_inputs, n_want, id_len, params_len, corr_kind, corr_len; /* corr_kind: 0 none,
                                                                             1 uint64, 2 string */
+    uint32_t slot, pad; /* the request's name in NR_PY_RESPONSE / NR_PY_CANCELLED, unique
+                           among the instance's open requests */
     uint64_t flags, corr;
-} nr_py_req_t;                                                                   /* <IIIIIIQQ */
+} nr_py_req_t;                                                                 /* <IIIIIIIIQQ */
 typedef struct { uint32_t index, type, ndim, pad; uint64_t off, nbytes; } nr_py_tensor_t; /* <IIIIQQ */
 typedef struct { int32_t code; uint32_t n_outputs, err_len, params_len; } nr_py_resp_t;  /* <iIII */
 typedef struct { uint32_t level, line; } nr_py_log_t;                            /* <II */
@@ -121,9 +130,9 @@ typedef struct {
 
 /* The reply file's first NR_PY_REPLY_HEAD bytes: the count (uint64, written by the server
  * after it has read each) of the stub's messages whose body lies in the shared file
- * (NR_PY_BLS, NR_PY_RESPONSE) in this batch: when it equals the number the stub has written,
- * the stub may write its next one where the first went (a long stream of responses reuses
- * its room). Replies follow. */
+ * (NR_PY_BLS, NR_PY_RESPONSE with a body, NR_PY_RESPONSES) since the stub started: when it
+ * equals the number the stub has written, the stub writes its next one at the start again
+ * (a long stream of responses reuses its room). Replies follow. */
 #define NR_PY_REPLY_HEAD 64
 #define NR_PY_ALIGN 64
 #define NR_PY_SHM_DEFAULT (1u << 20) /* Triton's shm-default-byte-size */
@@ -141,14 +150,18 @@ typedef struct nr_py_stub_s {
     int shm_fd;
     char *shm;       /* mapped [0, shm_size) */
     size_t shm_size;
+    int batch_fd;    /* the batch file: batches, written by the server */
+    char *batch;     /* mapped [0, batch_size) */
+    size_t batch_size;
     int reply_fd;    /* the reply file: answers to the stub's requests, written by the server */
     char *reply;     /* mapped [0, reply_size) */
     size_t reply_size;
     char *msg;       /* NR_PY_MSG_MAX bytes: the last message received */
     size_t shm_default, shm_growth; /* the shared file's first size and growth step (0:
                                        NR_PY_SHM_DEFAULT; --backend-config=python,...) */
-    /* NR_PY_METRIC and NR_PY_CONTROL messages, wherever the socket is read (NULL: answered
-     * with an error) */
+    /* NR_PY_METRIC, NR_PY_CONTROL, NR_PY_RESPONSE and NR_PY_CANCELLED messages, wherever the
+     * socket is read (NULL: answered with an error or dropped); a body in the shared file is
+     * mapped */
     void (*side)(void *arg, struct nr_py_stub_s *s, const nr_py_hdr_t *h, const char *body,
                  size_t len);
     void *side_arg;
@@ -165,6 +178,7 @@ void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms);
  * anew). */
 nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size);
 nr_status_t *nr_py_stub_reserve_reply(nr_py_stub_t *s, size_t size);
+nr_status_t *nr_py_stub_reserve_batch(nr_py_stub_t *s, size_t size);
 /* Sends a header whose body is [off, off + len) of the shared memory (the reply file for
  * NR_PY_BLS_REPLY). Safe from any thread while another waits. */
 nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
@@ -229,6 +243,15 @@ typedef struct {
      * whoever reads the socket */
     void **families, **metrics;
     size_t n_families, n_metrics;
+    /* the requests the stub has been given and not ended (py_backend.c), by slot; read and
+     * written by whoever reads the socket */
+    struct py_slot_s *slots;
+    uint32_t n_slots, free_hint;
+    uint32_t n_later;     /* of them, answered after their batch's execute (item.later) */
+    /* the batch file's regions that requests still open read (a decoupled model's thread
+     * may read its request's inputs after execute returned) */
+    struct py_region_s *regions;
+    size_t n_regions;
 } py_inst_t;
 
 /* ---- the interpreter (py_env.c) -------------------------------------------------------- */
@@ -251,6 +274,10 @@ void py_side_attach(py_inst_t *in);
  * when it asks for an answer. */
 void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
                      size_t len);
+/* A sender's response (NR_PY_RESPONSE), an is_cancelled() (NR_PY_CANCELLED) (py_backend.c). */
+void py_sender_message(py_inst_t *in, const nr_py_hdr_t *h);
+/* The stub has gone: every request it still held ends with UNAVAILABLE (py_backend.c). */
+void py_fail_open(py_inst_t *in);
 /* The metrics a stub that ended had made are deleted. */
 void py_side_forget(py_inst_t *in);
 

@@ -61,6 +61,8 @@ static void *listen_main(void *arg)
         in->listener_reading = true;
         pthread_mutex_unlock(&in->mu);
         bool alive = nr_py_stub_drain(&in->stub);
+        if (!alive) /* the requests it still held end now, not at the next batch */
+            py_fail_open(in);
         pthread_mutex_lock(&in->mu);
         in->listener_reading = false;
         if (alive) /* a stub that has gone is noticed before the next batch */
@@ -341,6 +343,8 @@ void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const cha
 {
     if (h->kind == NR_PY_CONTROL)
         control_message(arg, s, h, body, len);
+    else if (h->kind == NR_PY_RESPONSE || h->kind == NR_PY_CANCELLED)
+        py_sender_message(arg, h);
     else
         metric_message(arg, s, h, body, len);
 }

@@ -112,9 +112,9 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         return nr_status_new(NR_INTERNAL, "unable to create the Python stub's sources: %s",
                              strerror(errno));
     s->pid = 0;
-    s->sock = s->shm_fd = s->reply_fd = -1;
-    s->shm = s->reply = NULL;
-    s->shm_size = s->reply_size = 0;
+    s->sock = s->shm_fd = s->reply_fd = s->batch_fd = -1;
+    s->shm = s->reply = s->batch = NULL;
+    s->shm_size = s->reply_size = s->batch_size = 0;
     if (s->msg == NULL)
         s->msg = nr_malloc(NR_PY_MSG_MAX);
     int pair[2];
@@ -123,22 +123,26 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
     s->sock = pair[0];
     s->shm_fd = memfd_create(name, MFD_CLOEXEC);
     s->reply_fd = memfd_create(name, MFD_CLOEXEC);
+    s->batch_fd = memfd_create(name, MFD_CLOEXEC);
     nr_status_t *st = NULL;
-    if (s->shm_fd < 0 || s->reply_fd < 0)
+    if (s->shm_fd < 0 || s->reply_fd < 0 || s->batch_fd < 0)
         st = nr_status_new(NR_INTERNAL, "memfd_create: %s", strerror(errno));
     if (st == NULL)
         st = nr_py_stub_reserve(s, s->shm_default ? s->shm_default : NR_PY_SHM_DEFAULT);
     if (st == NULL)
         st = nr_py_stub_reserve_reply(s, NR_PY_REPLY_HEAD);
+    if (st == NULL)
+        st = nr_py_stub_reserve_batch(s, s->shm_default ? s->shm_default : NR_PY_SHM_DEFAULT);
     if (st != NULL) {
         close(pair[1]);
         nr_py_stub_stop(s, 0);
         return st;
     }
-    /* The child gets its five descriptors as 3..7: first out of that range here (CLOEXEC, so
+    /* The child gets its six descriptors as 3..8: first out of that range here (CLOEXEC, so
      * nothing else leaks), then dup2'd into place by the spawn. */
-    enum { N_FDS = 5 };
-    int from[N_FDS] = {g_src_fd, g_utils_fd, pair[1], s->shm_fd, s->reply_fd}, high[N_FDS];
+    enum { N_FDS = 6 };
+    int from[N_FDS] = {g_src_fd, g_utils_fd, pair[1], s->shm_fd, s->reply_fd, s->batch_fd};
+    int high[N_FDS];
     for (int i = 0; i < N_FDS; i++)
         high[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 16);
     posix_spawn_file_actions_t fa;
@@ -210,10 +214,13 @@ void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms)
         munmap(s->shm, s->shm_size);
     if (s->reply != NULL)
         munmap(s->reply, s->reply_size);
-    s->shm = s->reply = NULL;
-    s->shm_size = s->reply_size = 0;
+    if (s->batch != NULL)
+        munmap(s->batch, s->batch_size);
+    s->shm = s->reply = s->batch = NULL;
+    s->shm_size = s->reply_size = s->batch_size = 0;
     close_fd(&s->shm_fd);
     close_fd(&s->reply_fd);
+    close_fd(&s->batch_fd);
     free(s->msg);
     s->msg = NULL;
 }
@@ -264,6 +271,25 @@ nr_status_t *nr_py_stub_reserve(nr_py_stub_t *s, size_t size)
 nr_status_t *nr_py_stub_reserve_reply(nr_py_stub_t *s, size_t size)
 {
     return reserve(s, s->reply_fd, &s->reply, &s->reply_size, size);
+}
+
+nr_status_t *nr_py_stub_reserve_batch(nr_py_stub_t *s, size_t size)
+{
+    return reserve(s, s->batch_fd, &s->batch, &s->batch_size, size);
+}
+
+/* A message whose body lies in the shared file: mapped (the stub may have grown the file). */
+static nr_status_t *map_body(nr_py_stub_t *s, const nr_py_hdr_t *hdr)
+{
+    if (hdr->off > SIZE_MAX - hdr->len)
+        return nr_status_new(NR_INTERNAL, "the Python stub of '%s' sent a bad message", s->name);
+    if (hdr->off + hdr->len <= s->shm_size)
+        return NULL;
+    struct stat sb;
+    if (fstat(s->shm_fd, &sb) != 0 || (uint64_t)sb.st_size < hdr->off + hdr->len)
+        return nr_status_new(NR_INTERNAL, "the Python stub of '%s' answered beyond its shared "
+                             "memory", s->name);
+    return map(s, s->shm_fd, &s->shm, &s->shm_size, (size_t)sb.st_size);
 }
 
 /* ---- messages ------------------------------------------------------------------------------- */
@@ -338,8 +364,8 @@ nr_status_t *nr_py_stub_send_text(nr_py_stub_t *s, uint32_t kind, uint32_t arg, 
     return gone(s, "a send");
 }
 
-/* Messages of the model's own, whoever reads them: a log line, a metrics request. Whether the
- * message in s->msg (n bytes) was one. */
+/* Messages of the model's own, whoever reads them: a log line, a metrics or control request,
+ * a sender's response, an is_cancelled(). Whether the message in s->msg (n bytes) was one. */
 static bool side_message(nr_py_stub_t *s, size_t n)
 {
     nr_py_hdr_t h;
@@ -348,6 +374,19 @@ static bool side_message(nr_py_stub_t *s, size_t n)
     size_t len = n - sizeof(h);
     if (h.kind == NR_PY_LOG) {
         stub_log(body, len);
+        return true;
+    }
+    if (h.kind == NR_PY_RESPONSE && h.len > 0) {
+        nr_status_t *st = map_body(s, &h);
+        if (st != NULL) { /* handed on with no body: that request fails as malformed */
+            NR_LOG_ERROR("%s", st->msg);
+            nr_status_free(st);
+            h.off = h.len = 0;
+        }
+    }
+    if (h.kind == NR_PY_RESPONSE || h.kind == NR_PY_CANCELLED) {
+        if (s->side != NULL)
+            s->side(s->side_arg, s, &h, body, len);
         return true;
     }
     if (h.kind != NR_PY_METRIC && h.kind != NR_PY_CONTROL)
@@ -420,21 +459,8 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             hdr->len = inline_len;
             return NULL;
         }
-        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS ||
-            hdr->kind == NR_PY_RESPONSE) {
-            if (hdr->off > SIZE_MAX - hdr->len)
-                return nr_status_new(NR_INTERNAL, "the Python stub of '%s' sent a bad message",
-                                     s->name);
-            nr_status_t *st = NULL;
-            if (hdr->off + hdr->len > s->shm_size) { /* it grew the file */
-                struct stat sb;
-                if (fstat(s->shm_fd, &sb) != 0 || (uint64_t)sb.st_size < hdr->off + hdr->len)
-                    return nr_status_new(NR_INTERNAL, "the Python stub of '%s' answered beyond "
-                                         "its shared memory", s->name);
-                st = map(s, s->shm_fd, &s->shm, &s->shm_size, (size_t)sb.st_size);
-            }
-            return st;
-        }
+        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS)
+            return map_body(s, hdr);
         return NULL; /* NR_PY_OK */
     }
 }

@@ -30,7 +30,7 @@ import time
 import traceback
 import types
 
-SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD = 3, 4, 5, 6, 7
+SRC_FD, UTILS_FD, CTRL_FD, SHM_FD, REPLY_FD, BATCH_FD = 3, 4, 5, 6, 7, 8
 
 # message kinds (py_wire.h)
 MSG_INIT, MSG_EXECUTE, MSG_FINALIZE, MSG_AUTOCOMPLETE, MSG_BLS_REPLY = 1, 2, 3, 4, 5
@@ -43,8 +43,8 @@ FLAG_ERROR = 8                          # an answer that is an error (its text i
 
 HDR = struct.Struct("<IIQQ")
 BATCH = struct.Struct("<II")            # n_requests, 0
-REQ = struct.Struct("<IIIIIIQQ")        # n_inputs, n_want, id_len, params_len, corr_kind,
-                                        # corr_len, flags, corr_u64
+REQ = struct.Struct("<IIIIIIIIQQ")      # n_inputs, n_want, id_len, params_len, corr_kind,
+                                        # corr_len, slot, 0, flags, corr_u64
 TENSOR = struct.Struct("<IIIIQQ")       # index or name_len, type code, ndim, 0, offset, nbytes
 RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_len, params_len
 LOGHDR = struct.Struct("<II")           # level, line
@@ -94,8 +94,10 @@ class Stub:
         self.name = instance_name
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=CTRL_FD)
         self.send_lock = threading.Lock()
-        self.mm = None
+        self.mm = None                        # the shared file (this process writes it)
         self.mm_size = 0
+        self.bmm = None                       # the batch file (the server writes it)
+        self.bmm_size = 0
         self.model = None
         self.config = None
         self.loop = None
@@ -111,14 +113,12 @@ class Stub:
         self.reading = False                  # one waiting thread reads the socket at a time
         self.rmm = None
         self.rmm_size = 0
-        self.batch_end = 0                    # where the batch the server wrote ends
-        self.allocs = 0                       # messages written for the server in this batch
+        self.allocs = 0                       # messages written into the shared file
         # response senders (decoupled models; the default mode's sender)
         self.decoupled = False
         self.sender_cv = threading.Condition()
-        self.senders = []                     # this batch's senders that have sent
-        self.batch_id = None
-        self.open = 0                         # this batch's requests without their final flag
+        self.batch = []                       # the requests of the batch in execute
+        self.open = 0                         # of them, those without their final flag
 
     # ---- control messages ----------------------------------------------------------------
     def send(self, kind, arg=0, off=0, length=0, body=b""):
@@ -207,7 +207,7 @@ class Stub:
     def is_cancelled(self, request):
         """request.is_cancelled(): asks the server whether the client has gone (a request of a
         batch that has ended, or one the model made, is not)."""
-        if request._index is None or request._batch is not self.batch_id:
+        if request._index is None or not request._live:
             return False
         tag = self.next_tag()
         self.send(MSG_CANCELLED, tag, request._index)
@@ -370,7 +370,8 @@ class Stub:
 
     # ---- shared memory -------------------------------------------------------------------
     def view(self, end):
-        """The shared file mapped at least up to `end` (the server may have grown it)."""
+        """The shared file mapped at least up to `end` (the server wrote initialize's and
+        auto_complete_config's arguments there)."""
         if self.mm is None or end > self.mm_size:
             size = os.fstat(SHM_FD).st_size
             if size < end:
@@ -379,17 +380,29 @@ class Stub:
             self.mm_size = size
         return self.mm
 
+    def batch_view(self, end):
+        """The batch file mapped at least up to `end` (the server may have grown it)."""
+        if self.bmm is None or end > self.bmm_size:
+            size = os.fstat(BATCH_FD).st_size
+            if size < end:
+                raise RuntimeError("the batch file holds %d bytes, the batch ends at %d" %
+                                   (size, end))
+            self.bmm = mmap.mmap(BATCH_FD, size)  # the old map lives on while arrays view it
+            self.bmm_size = size
+        return self.bmm
+
     def alloc(self, size):
-        """Room for one message the server reads during the batch (a request to another model,
-        a sender's response); alloc_lock held. Once the server has read every one written so
-        far (its count in the reply file's head), the next goes where the first went; while
-        more than BACKLOG bytes wait to be read, the writer waits (a model streaming faster
-        than its client reads is slowed down instead of growing the file)."""
+        """Room in the shared file for one message the server reads (a request to another
+        model, a sender's response, execute's responses); alloc_lock held. Once the server has
+        read every one written so far (its count in the reply file's head), the next goes at
+        the start again; while more than BACKLOG bytes wait to be read, the writer waits (a
+        model streaming faster than its client reads is slowed down instead of growing the
+        file)."""
         while self.allocs:
             if self.allocs == COUNT.unpack_from(self.reply_view(COUNT.size), 0)[0]:
-                self.cursor = self.batch_end
+                self.cursor = 0
                 break
-            if self.cursor + size - self.batch_end <= BACKLOG:
+            if self.cursor + size <= BACKLOG:
                 break
             time.sleep(0.0002)  # the server is behind: it catches up within a few messages
         base = self.cursor
@@ -500,13 +513,13 @@ class Stub:
     # ---- one batch -----------------------------------------------------------------------
     def decode(self, off, length):
         pb = self.pb
-        self.batch_id = object()  # what tells this batch's requests from an earlier one's
-        mm = self.view(off + length)
+        mm = self.batch_view(off + length)
         n, _ = BATCH.unpack_from(mm, off)
         p = off + BATCH.size
         reqs = []
         for _ in range(n):
-            n_in, n_want, id_len, par_len, corr_kind, corr_len, flags, corr = REQ.unpack_from(mm, p)
+            (n_in, n_want, id_len, par_len, corr_kind, corr_len, slot, _, flags,
+             corr) = REQ.unpack_from(mm, p)
             p += REQ.size
             rid = mm[p:p + id_len].decode("utf-8", "replace") if id_len else ""
             p += id_len
@@ -537,7 +550,7 @@ class Stub:
                 tensors.append(t)
             r = pb.InferenceRequest(inputs=tensors, request_id=rid, correlation_id=corr,
                                     flags=flags, parameters=params)
-            r._index, r._batch = len(reqs), self.batch_id
+            r._index, r._live = slot, True
             r._want = {self.outputs[i] for i in want}
             r._model_name = self.config.get("name", "")
             reqs.append(r)
@@ -615,15 +628,13 @@ class Stub:
 
     def on_execute(self, off, length):
         pb = self.pb
-        self.cursor = self.batch_end = align(off + length)
-        self.allocs = 0
         try:
             reqs = self.decode(off, length)
         except BaseException as e:  # noqa: B036
             self.send_error("nereid: malformed batch: " + error_text(e))
             return
         with self.sender_cv:
-            self.senders = []
+            self.batch = reqs
             self.open = len(reqs)
         self.executing = True
         try:
@@ -642,12 +653,16 @@ class Stub:
                             r.get_response_sender().send(
                                 pb.InferenceResponse(error=pb.TritonError(text)),
                                 flags=FLAG_FINAL)
-                self.send(MSG_OK)
-                with self.sender_cv:
-                    while self.open > 0:
-                        self.sender_cv.wait()
-                self.close_senders()
+                    # the default mode's batch ends with its last final flag
+                    with self.sender_cv:
+                        while self.open > 0:
+                            self.sender_cv.wait()
+                    self.close_senders()
+                else:  # a decoupled model's requests stay open until their final flags
+                    with self.sender_cv:
+                        self.batch = []
                 self.executing = False
+                self.send(MSG_OK)
                 return
             if self.decoupled:
                 raise ModelError("Python model '%s' is using the decoupled mode and the execute "
@@ -671,8 +686,8 @@ class Stub:
             plan, room = self.plan(reqs, resps)
             with self.alloc_lock:
                 self.executing = False
-                base = self.cursor
-                n = self.write(base, self.reserve(base + room), plan)
+                base, mm = self.alloc(room)
+                n = self.write(base, mm, plan)
         except ModelError as e:
             self.close_senders()
             self.executing = False
@@ -687,15 +702,18 @@ class Stub:
 
     # ---- response senders ----------------------------------------------------------------
     def close_senders(self):
-        """Closes this batch's senders (its end, or its failure: the server answers every
-        request without its final flag with the error); whether any had sent a response."""
+        """Closes the senders of the batch in execute (its end, or its failure: the server
+        answers every request without its final flag with the error); whether any had sent a
+        response."""
         with self.sender_cv:
-            sent = any(x._sent for x in self.senders)
-            for x in self.senders:
-                x._closed = True
-            self.senders = []
+            sent = False
+            for r in self.batch:
+                r._live = False
+                if r._sender is not None:
+                    sent = sent or r._sender._sent
+                    r._sender._closed = True
+            self.batch = []
             self.open = 0
-            self.batch_id = None  # the senders never used are closed too
             return sent
 
     def sender_send(self, sender, response, flags):
@@ -712,7 +730,7 @@ class Stub:
                                           + str(type(response)) + "'.")
         req = sender._request
         with self.sender_cv:
-            if sender._closed or req._batch is not self.batch_id:
+            if sender._closed or not req._live:
                 raise pb.TritonModelException(
                     "Unable to send response. Response sender has been closed.")
             if not self.decoupled:
@@ -726,8 +744,6 @@ class Stub:
             if response is None:
                 self.send(MSG_RESPONSE, req._index | (FLAG_FINAL | FLAG_NONE) << 24)
             else:
-                if not sender._sent:
-                    self.senders.append(sender)
                 try:
                     plan, room = self.plan([req], [response])
                 except ModelError as e:
@@ -739,8 +755,10 @@ class Stub:
                 sender._sent = True
             if flags & FLAG_FINAL:
                 sender._closed = True
-                self.open -= 1
-                self.sender_cv.notify_all()
+                req._live = False
+                if not self.decoupled:
+                    self.open -= 1
+                    self.sender_cv.notify_all()
 
     def execute_error(self, text):
         # Triton 2.51's wording (the instance's name after "model")
@@ -791,7 +809,7 @@ def make_utils(stub):
 def main():
     # The server decides when this process ends (a terminal's Ctrl-C reaches the whole group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.closerange(REPLY_FD + 1, 1 << 16)  # whatever else the server had open
+    os.closerange(BATCH_FD + 1, 1 << 16)  # whatever else the server had open
     mode = sys.argv[1] if len(sys.argv) > 1 else "instance"
     name = sys.argv[2] if len(sys.argv) > 2 else ""
     sys.argv = [name]

@@ -261,7 +261,8 @@ class InferenceRequest:
         elif not isinstance(parameters, str):
             parameters = json.dumps(parameters)
         self._parameters = parameters
-        self._index = None   # its place in the batch, for a request the server handed over
+        self._index = None   # its slot, for a request the server handed over
+        self._live = False   # handed over and not ended yet (its final flag not sent)
         self._sender = None
 
     def inputs(self):
