@@ -164,6 +164,9 @@ typedef struct nr_backend_s {
     nr_status_t *(*execute)(void *inst_state, nr_batch_t *batch);
     void (*instance_destroy)(void *inst_state);
     void (*model_unload)(void *model_state);
+    /* Its models may ask whether a request's client has gone (nr_host_t.is_cancelled): a
+     * frontend then watches for it where that costs (a gRPC unary call's close). */
+    bool sees_cancellation;
 } nr_backend_t;
 
 /* registry.c: the static list of backends. */

@@ -263,6 +263,11 @@ uint64_t nr_model_queued(nr_model_t *m)
     return m->sched ? nr_sched_queued(m->sched) : 0;
 }
 
+bool nr_model_sees_cancellation(const nr_model_t *m)
+{
+    return m->ensemble != NULL || (m->backend != NULL && m->backend->sees_cancellation);
+}
+
 uint64_t nr_model_inflight(nr_model_t *m)
 {
     if (m->ensemble != NULL)

@@ -130,6 +130,10 @@ NR_MUST_CHECK nr_status_t *nr_model_submit(nr_model_t *m, nr_req_t *req);
 /* Requests queued or executing, for shutdown draining. Context: any thread; takes the
  * queue's lock briefly. */
 uint64_t nr_model_inflight(nr_model_t *m);
+/* Whether a request's `cancelled` can change what it does (an ensemble's next steps, a backend
+ * whose models ask): frontends need not watch for a client's cancel otherwise.
+ * Context: any thread holding a reference. */
+bool nr_model_sees_cancellation(const nr_model_t *m);
 /* Requests queued and not yet executing (the metrics' pending count). Context: any thread;
  * takes the queue's lock briefly. */
 uint64_t nr_model_queued(nr_model_t *m);

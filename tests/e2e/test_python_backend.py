@@ -164,11 +164,11 @@ def http_infer(client, model, x, outputs=None, name="INPUT0", request_id=""):
     return client.infer(model, [inp], outputs=outs, request_id=request_id)
 
 
-def grpc_infer(client, model, x, outputs=None, name="INPUT0"):
+def grpc_infer(client, model, x, outputs=None, name="INPUT0", **kw):
     inp = grpcclient.InferInput(name, list(x.shape), "FP32")
     inp.set_data_from_numpy(x)
     outs = [grpcclient.InferRequestedOutput(o) for o in outputs] if outputs else None
-    return client.infer(model, [inp], outputs=outs)
+    return client.infer(model, [inp], outputs=outs, **kw)
 
 
 def stub_pids(server, instance=None):
@@ -868,6 +868,19 @@ class TritonPythonModel:
             threading.Thread(target=run).start()
             return None
 '''
+# default mode: execute waits (30 s at most) until its client has gone, then says what it saw
+CANCEL_WAIT = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        r = requests[0]
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30 and not r.is_cancelled():
+            time.sleep(0.01)
+        pb_utils.Logger.log_info("cancel_wait: cancelled=%s" % r.is_cancelled())
+        x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x),
+                                            pb_utils.Tensor("OUTPUT1", x)])]
+'''
 DECOUPLED_PROBE_IO = """
 max_batch_size: 0
 model_transaction_policy { decoupled: true }
@@ -910,6 +923,7 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     repo = tmp_path / "repo"
     write_model(repo, "dec_probe", DECOUPLED_PROBE, DECOUPLED_PROBE_IO)
     write_model(repo, "default_sender", DEFAULT_SENDER)
+    write_model(repo, "cancel_wait", CANCEL_WAIT)
     (repo / "square_int32").mkdir(parents=True)
     for f in ("config.pbtxt", "1/model.py"):
         (repo / "square_int32" / f).parent.mkdir(parents=True, exist_ok=True)
@@ -972,6 +986,13 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
              "cancellation")
     assert "sender says True" in srv.log
     assert texts(0, 3)[2] == ("last", True)  # and the instance serves on
+
+    # a unary gRPC client whose deadline passes: the model sees is_cancelled(), as on Triton
+    with pytest.raises(InferenceServerException) as e:
+        grpc_infer(client, "cancel_wait", fp32([1, 2, 3, 4]), client_timeout=0.5)
+    assert e.value.status() == "StatusCode.DEADLINE_EXCEEDED"
+    wait_for(lambda: "cancel_wait: cancelled=True" in srv.log, 30, "the model to see the "
+             "unary call's cancellation")
 
     hc = httpclient.InferenceServerClient(srv.url)
     x = fp32([1, 2, 3, 4])
@@ -1051,6 +1072,74 @@ def test_decoupled_instance_takes_the_next_request_while_answering(server_factor
     finally:
         a.stop_stream()
         b.stop_stream()
+
+
+# decoupled, `async def execute`: MODE < 0 raises; else it waits MODE ms, then asks
+# square_int32 (BLS, decoupled) to square 3 and answers with the sum of what came back
+ASYNC_DECOUPLED = HEADER + '''
+def text(s):
+    return pb_utils.InferenceResponse([pb_utils.Tensor("TEXT", np.array([s.encode()],
+                                                                        dtype=np.object_))])
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        for r in requests:
+            mode = int(pb_utils.get_input_tensor_by_name(r, "MODE").as_numpy()[0])
+            if mode < 0:
+                raise ValueError("boom in async execute")
+            await asyncio.sleep(mode / 1000)
+            call = pb_utils.InferenceRequest(
+                model_name="square_int32", requested_output_names=["OUT"],
+                inputs=[pb_utils.Tensor("IN", np.array([3], dtype=np.int32))])
+            got = [int(pb_utils.get_output_tensor_by_name(x, "OUT").as_numpy()[0])
+                   for x in call.exec(decoupled=True) if x.output_tensors()]
+            sender = r.get_response_sender()
+            sender.send(text("%d: %s" % (mode, got)))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+def test_async_decoupled_execute_runs_in_the_background(server_factory, tmp_path):
+    """As on Triton since 24.04, a decoupled model's `async def execute` runs on an event loop
+    of its own and the instance takes its next request meanwhile: with one instance, a request
+    that waits 1.5 s is answered after one sent later that does not wait; both call another
+    model (BLS) after their execute has returned. A coroutine that raises ends its request
+    with Triton's error text (and logs it); the instance serves on."""
+    import queue
+    repo = tmp_path / "repo"
+    write_model(repo, "async_dec", ASYNC_DECOUPLED, DECOUPLED_PROBE_IO)
+    for f in ("config.pbtxt", "1/model.py"):
+        (repo / "square_int32" / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "square_int32" / f).write_text((EXAMPLES / "square_int32" / f).read_text())
+    srv = server_factory([repo], [])
+    order = queue.Queue()  # (id, text or error) as the two streams get them
+    clients = []
+    for _ in range(2):  # one stream each: a stream answers its requests in order
+        c = grpcclient.InferenceServerClient(srv.grpc_url)
+        c.start_stream(callback=lambda result, error: order.put(
+            (error.message(), None) if error is not None else
+            (result.get_response().id, result.as_numpy("TEXT")[0].decode())))
+        clients.append(c)
+    try:
+        clients[0].async_stream_infer("async_dec", [int32_input("MODE", [1500])],
+                                      request_id="slow")
+        clients[1].async_stream_infer("async_dec", [int32_input("MODE", [0])],
+                                      request_id="fast")
+        assert [order.get(timeout=30) for _ in range(2)] == \
+            [("fast", "0: [3, 3, 3]"), ("slow", "1500: [3, 3, 3]")]
+        clients[0].async_stream_infer("async_dec", [int32_input("MODE", [-1])])
+        text, none = order.get(timeout=30)
+        assert none is None and text.startswith(
+            "Failed to process the request(s) for model 'async_dec_0', message: "
+            "ValueError: boom in async execute")
+        clients[0].async_stream_infer("async_dec", [int32_input("MODE", [1])], request_id="x")
+        assert order.get(timeout=30) == ("x", "1: [3, 3, 3]")
+    finally:
+        for c in clients:
+            c.stop_stream()
+    assert "ValueError: boom in async execute" in srv.log
 
 
 # ---------------------------------------------------------------------------- custom metrics

@@ -102,12 +102,13 @@ static bool mentions_autocomplete(const char *model_path)
     return found;
 }
 
-/* Writes text at offset 0 of the stub's shared memory. */
+/* Writes text into the stub's shared file (before the stub writes anything there), after its
+ * head: at NR_PY_REPLY_HEAD. */
 static nr_status_t *put_text(nr_py_stub_t *s, const char *text, size_t len)
 {
-    nr_status_t *st = nr_py_stub_reserve(s, len + NR_PY_ALIGN);
+    nr_status_t *st = nr_py_stub_reserve(s, NR_PY_REPLY_HEAD + len + NR_PY_ALIGN);
     if (st == NULL)
-        memcpy(s->shm, text, len);
+        memcpy(s->shm + NR_PY_REPLY_HEAD, text, len);
     return st;
 }
 
@@ -140,7 +141,7 @@ static nr_status_t *py_autocomplete(nr_model_config_t *cfg, const char *model_pa
         st = put_text(&s, b.data, b.len);
     }
     if (st == NULL)
-        st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, 0, b.len);
+        st = nr_py_stub_send(&s, NR_PY_AUTOCOMPLETE, 0, NR_PY_REPLY_HEAD, b.len);
     nr_py_hdr_t h;
     if (st == NULL)
         st = nr_py_stub_wait(&s, &h, set.timeout_ms, "auto_complete_config");
@@ -226,7 +227,10 @@ static const char *kind_name(int kind)
  * caller owns the socket (py_side_own). */
 static void stub_down(py_inst_t *in, int timeout_ms)
 {
+    pthread_mutex_lock(&in->mu); /* answers to its requests still to come are dropped */
     in->up = false;
+    in->gen++;
+    pthread_mutex_unlock(&in->mu);
     nr_py_stub_stop(&in->stub, timeout_ms);
     py_fail_open(in);
     py_side_forget(in);
@@ -241,6 +245,10 @@ static nr_status_t *inst_start(py_inst_t *in)
         return st;
     in->consumed = 0; /* a new stub counts its messages from 0 (py_int.h) */
     in->n_regions = 0;
+    pthread_mutex_lock(&in->mu);
+    in->reply_used = NR_PY_REPLY_HEAD;
+    in->replies = 0;
+    pthread_mutex_unlock(&in->mu);
     nr_buf_t b;
     nr_buf_init(&b);
     char dev[16];
@@ -264,7 +272,7 @@ static nr_status_t *inst_start(py_inst_t *in)
     nr_buf_puts(&b, "}");
     st = put_text(&in->stub, b.data, b.len);
     if (st == NULL)
-        st = nr_py_stub_send(&in->stub, NR_PY_INIT, 0, 0, b.len);
+        st = nr_py_stub_send(&in->stub, NR_PY_INIT, 0, NR_PY_REPLY_HEAD, b.len);
     nr_buf_free(&b);
     nr_py_hdr_t h;
     if (st == NULL)
@@ -275,7 +283,9 @@ static nr_status_t *inst_start(py_inst_t *in)
         stub_down(in, 0);
         return st;
     }
+    pthread_mutex_lock(&in->mu);
     in->up = true;
+    pthread_mutex_unlock(&in->mu);
     py_side_attach(in);
     return NULL;
 }
@@ -326,6 +336,10 @@ static void py_instance_destroy(void *state)
     py_side_own(in);
     py_side_stop(in);
     stub_down(in, in->up ? NR_PY_STOP_TIMEOUT_MS : 0);
+    pthread_mutex_lock(&in->mu); /* the requests the model made end (their answers dropped) */
+    while (in->outstanding > 0)
+        pthread_cond_wait(&in->idle, &in->mu);
+    pthread_mutex_unlock(&in->mu);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->idle);
     pthread_cond_destroy(&in->handoff);
@@ -644,17 +658,22 @@ static nr_status_t *decode(py_inst_t *in, nr_batch_t *b, const nr_py_hdr_t *h)
 /* One request in flight: what the host borrows (names, dims, bytes) lives in `mem`. */
 typedef struct {
     py_inst_t *in;
-    uint32_t tag;
+    uint32_t tag, gen; /* gen: the stub that asked */
     bool final_sent; /* a decoupled callee's last response has gone to the stub */
     nr_host_req_t r;
     char mem[];
 } bls_call_t;
 
-/* Writes one response into the reply file and sends it to the stub (flags: NR_RESPONSE_FINAL
- * on the last). in->mu held. */
-static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
+/* Writes one response into the reply file and sends it to the stub that asked (gen; flags:
+ * NR_RESPONSE_FINAL on the last); dropped when that stub has gone. The file is written from
+ * its start again once the stub has read every answer so far (py_int.h). in->mu held. */
+static void bls_reply(py_inst_t *in, uint32_t gen, uint32_t tag, const nr_status_t *status,
                       const nr_tensor_t *outs, size_t n, unsigned flags)
 {
+    if (gen != in->gen || !in->up)
+        return;
+    if (__atomic_load_n(in->stub.shm_head, __ATOMIC_ACQUIRE) == in->replies)
+        in->reply_used = NR_PY_REPLY_HEAD;
     const char *err = status ? status->msg : "";
     size_t err_len = strlen(err), head = sizeof(nr_py_resp_t) + pad8(err_len), data = 0;
     uint32_t n_out = 0;
@@ -670,7 +689,7 @@ static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
         static const char msg[] = "the answer does not fit in the Python stub's shared memory";
         nr_status_t tmp = {.code = NR_UNAVAILABLE, .msg = (char *)msg};
         if (status == NULL)
-            bls_reply(in, tag, &tmp, NULL, 0, flags);
+            bls_reply(in, gen, tag, &tmp, NULL, 0, flags);
         return;
     }
     nr_py_resp_t rh = {.code = status ? (int32_t)status->code : -1, .n_outputs = n_out,
@@ -698,6 +717,7 @@ static void bls_reply(py_inst_t *in, uint32_t tag, const nr_status_t *status,
         d = align(d + t->size);
     }
     in->reply_used = end;
+    in->replies++;
     nr_status_t *st = nr_py_stub_send(s, NR_PY_BLS_REPLY, tag | flags << 24, base, end - base);
     nr_status_free(st); /* a stub gone meanwhile: the batch's wait says so */
 }
@@ -709,7 +729,7 @@ static void bls_response(void *arg, const nr_status_t *err, const nr_tensor_t *o
     bls_call_t *c = arg;
     pthread_mutex_lock(&c->in->mu);
     if (!c->final_sent)
-        bls_reply(c->in, c->tag, err, outs, n, flags & NR_RESPONSE_FINAL);
+        bls_reply(c->in, c->gen, c->tag, err, outs, n, flags & NR_RESPONSE_FINAL);
     c->final_sent |= (flags & NR_RESPONSE_FINAL) != 0;
     pthread_mutex_unlock(&c->in->mu);
 }
@@ -720,7 +740,7 @@ static void bls_done(void *arg, const nr_status_t *status, const nr_tensor_t *ou
     py_inst_t *in = c->in;
     pthread_mutex_lock(&in->mu);
     if (!c->final_sent) /* else a decoupled callee has said all (its end carries nothing) */
-        bls_reply(in, c->tag, status, outs, n, NR_RESPONSE_FINAL);
+        bls_reply(in, c->gen, c->tag, status, outs, n, NR_RESPONSE_FINAL);
     if (--in->outstanding == 0)
         pthread_cond_broadcast(&in->idle);
     pthread_mutex_unlock(&in->mu);
@@ -818,11 +838,12 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
     }
     pthread_mutex_lock(&in->mu);
     in->outstanding++;
+    c->gen = in->gen;
     pthread_mutex_unlock(&in->mu);
     st = in->info.host->infer(in->info.host->ctx, &c->r, bls_done, c);
     if (st != NULL) { /* refused before it was queued: answered here */
         pthread_mutex_lock(&in->mu);
-        bls_reply(in, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
+        bls_reply(in, in->gen, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
         if (--in->outstanding == 0)
             pthread_cond_broadcast(&in->idle);
         pthread_mutex_unlock(&in->mu);
@@ -834,7 +855,7 @@ bad:
     free(c);
     st = bad_answer(in, "request to another model");
     pthread_mutex_lock(&in->mu);
-    bls_reply(in, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
+    bls_reply(in, in->gen, h->arg, st, NULL, 0, NR_RESPONSE_FINAL);
     pthread_mutex_unlock(&in->mu);
     nr_status_free(st);
 }
@@ -845,7 +866,7 @@ bad:
 static void consumed(py_inst_t *in)
 {
     in->consumed++;
-    __atomic_store_n((uint64_t *)in->stub.reply, in->consumed, __ATOMIC_RELEASE);
+    __atomic_store_n(in->stub.reply_head, in->consumed, __ATOMIC_RELEASE);
 }
 
 /* One response of the request in slot h->arg & 0xffffff: handed to its client at once
@@ -893,6 +914,11 @@ static void sender_response(py_inst_t *in, const nr_py_hdr_t *h)
 
 void py_sender_message(py_inst_t *in, const nr_py_hdr_t *h)
 {
+    if (h->kind == NR_PY_BLS) { /* during a batch, or from a thread of the model's after it */
+        bls_start(in, h);
+        consumed(in);
+        return;
+    }
     if (h->kind == NR_PY_CANCELLED) {
         uint64_t i = h->off;
         bool gone = i < in->n_slots && in->slots[i].it != NULL &&
@@ -970,20 +996,12 @@ static nr_status_t *run(py_inst_t *in, nr_batch_t *b, uint32_t *ids)
     if (st != NULL) /* no slot was taken */
         return st;
     nr_py_hdr_t h;
-    in->reply_used = NR_PY_REPLY_HEAD; /* no request of the last batch is still answered */
     st = nr_py_stub_send(&in->stub, NR_PY_EXECUTE, 0, at, len);
-    /* the senders' responses are read inside the wait (py_sender_message) */
-    while (st == NULL && (st = nr_py_stub_wait(&in->stub, &h, -1, "execute")) == NULL &&
-           h.kind == NR_PY_BLS) {
-        bls_start(in, &h);
-        consumed(in);
-    }
+    /* the senders' responses and the model's requests to other models are read inside the
+     * wait (py_sender_message); their answers may come after the batch has ended */
+    if (st == NULL)
+        st = nr_py_stub_wait(&in->stub, &h, -1, "execute");
     b->infer_end_ns = nr_now_ns();
-    /* the answers still to come write into the stub's memory: wait for them */
-    pthread_mutex_lock(&in->mu);
-    while (in->outstanding > 0)
-        pthread_cond_wait(&in->idle, &in->mu);
-    pthread_mutex_unlock(&in->mu);
     size_t finals = 0;
     for (size_t i = 0; i < b->n; i++)
         finals += (in->slots[ids[i]].sent & SENT_FINAL) != 0;
@@ -1023,4 +1041,5 @@ const nr_backend_t nr_python_backend = {
     .execute = py_execute,
     .instance_destroy = py_instance_destroy,
     .model_unload = py_model_unload,
+    .sees_cancellation = true, /* request.is_cancelled() */
 };

@@ -132,7 +132,10 @@ typedef struct {
  * after it has read each) of the stub's messages whose body lies in the shared file
  * (NR_PY_BLS, NR_PY_RESPONSE with a body, NR_PY_RESPONSES) since the stub started: when it
  * equals the number the stub has written, the stub writes its next one at the start again
- * (a long stream of responses reuses its room). Replies follow. */
+ * (a long stream of responses reuses its room). Replies follow. The shared file's first
+ * NR_PY_REPLY_HEAD bytes are the other way round: the count (uint64, written by the stub) of
+ * the answers in the reply file it has read (copied out, or dropped), so the server writes
+ * the next one at the start again once it equals the number it has written. */
 #define NR_PY_REPLY_HEAD 64
 #define NR_PY_ALIGN 64
 #define NR_PY_SHM_DEFAULT (1u << 20) /* Triton's shm-default-byte-size */
@@ -156,6 +159,9 @@ typedef struct nr_py_stub_s {
     int reply_fd;    /* the reply file: answers to the stub's requests, written by the server */
     char *reply;     /* mapped [0, reply_size) */
     size_t reply_size;
+    /* the two files' heads (py_int.h), mapped once on their own: their address never moves,
+     * while the whole files' mappings move as they grow */
+    uint64_t *shm_head, *reply_head;
     char *msg;       /* NR_PY_MSG_MAX bytes: the last message received */
     size_t shm_default, shm_growth; /* the shared file's first size and growth step (0:
                                        NR_PY_SHM_DEFAULT; --backend-config=python,...) */
@@ -183,7 +189,8 @@ nr_status_t *nr_py_stub_reserve_batch(nr_py_stub_t *s, size_t size);
  * NR_PY_BLS_REPLY). Safe from any thread while another waits. */
 nr_status_t *nr_py_stub_send(nr_py_stub_t *s, uint32_t kind, uint32_t arg, uint64_t off,
                              uint64_t len);
-/* Waits for the stub's next answer (log lines are written to the log meanwhile): *hdr is it;
+/* Waits for the stub's next answer (log lines, metrics, control, senders' responses and
+ * requests to other models are handled meanwhile, through `side`): *hdr is it;
  * an inline body is at s->msg + sizeof(nr_py_hdr_t), a shared-memory one is mapped (checked
  * against the file). timeout_ms < 0 waits forever. UNAVAILABLE when the process has gone,
  * with `what` in the text (the process is reaped; the socket stays open until stop). */
@@ -228,8 +235,10 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t idle;  /* signalled when outstanding drops to 0 */
     size_t outstanding;   /* requests sent on and not answered yet */
-    size_t reply_used;    /* bytes of the reply file taken in this batch */
-    uint64_t consumed;    /* the stub's messages read in this batch (py_int.h) */
+    size_t reply_used;    /* bytes of the reply file taken */
+    uint64_t replies;     /* answers written into the reply file (py_int.h) */
+    uint32_t gen;         /* the stub's generation: an answer for an older one is dropped */
+    uint64_t consumed;    /* the stub's messages read (py_int.h) */
     /* who reads the stub's socket (py_side.c): the thread running execute (or starting or
      * stopping the stub) owns it; while nobody does, the listener thread reads what the
      * model's own threads send (log lines, metrics). Under mu. */
@@ -274,7 +283,8 @@ void py_side_attach(py_inst_t *in);
  * when it asks for an answer. */
 void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const char *body,
                      size_t len);
-/* A sender's response (NR_PY_RESPONSE), an is_cancelled() (NR_PY_CANCELLED) (py_backend.c). */
+/* A sender's response (NR_PY_RESPONSE), an is_cancelled() (NR_PY_CANCELLED), a request to
+ * another model (NR_PY_BLS), whoever reads them (py_backend.c). */
 void py_sender_message(py_inst_t *in, const nr_py_hdr_t *h);
 /* The stub has gone: every request it still held ends with UNAVAILABLE (py_backend.c). */
 void py_fail_open(py_inst_t *in);

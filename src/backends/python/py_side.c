@@ -343,7 +343,7 @@ void py_side_message(void *arg, nr_py_stub_t *s, const nr_py_hdr_t *h, const cha
 {
     if (h->kind == NR_PY_CONTROL)
         control_message(arg, s, h, body, len);
-    else if (h->kind == NR_PY_RESPONSE || h->kind == NR_PY_CANCELLED)
+    else if (h->kind == NR_PY_RESPONSE || h->kind == NR_PY_CANCELLED || h->kind == NR_PY_BLS)
         py_sender_message(arg, h);
     else
         metric_message(arg, s, h, body, len);

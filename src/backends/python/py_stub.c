@@ -115,6 +115,7 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
     s->sock = s->shm_fd = s->reply_fd = s->batch_fd = -1;
     s->shm = s->reply = s->batch = NULL;
     s->shm_size = s->reply_size = s->batch_size = 0;
+    s->shm_head = s->reply_head = NULL;
     if (s->msg == NULL)
         s->msg = nr_malloc(NR_PY_MSG_MAX);
     int pair[2];
@@ -133,6 +134,15 @@ nr_status_t *nr_py_stub_start(nr_py_stub_t *s, const char *python, const char *m
         st = nr_py_stub_reserve_reply(s, NR_PY_REPLY_HEAD);
     if (st == NULL)
         st = nr_py_stub_reserve_batch(s, s->shm_default ? s->shm_default : NR_PY_SHM_DEFAULT);
+    if (st == NULL) {
+        void *a = mmap(NULL, NR_PY_REPLY_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, s->shm_fd, 0);
+        void *b = mmap(NULL, NR_PY_REPLY_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, s->reply_fd, 0);
+        s->shm_head = a == MAP_FAILED ? NULL : a;
+        s->reply_head = b == MAP_FAILED ? NULL : b;
+        if (s->shm_head == NULL || s->reply_head == NULL)
+            st = nr_status_new(NR_INTERNAL, "unable to map the shared memory's heads for '%s': "
+                               "%s", name, strerror(errno));
+    }
     if (st != NULL) {
         close(pair[1]);
         nr_py_stub_stop(s, 0);
@@ -216,6 +226,11 @@ void nr_py_stub_stop(nr_py_stub_t *s, int timeout_ms)
         munmap(s->reply, s->reply_size);
     if (s->batch != NULL)
         munmap(s->batch, s->batch_size);
+    if (s->shm_head != NULL)
+        munmap(s->shm_head, NR_PY_REPLY_HEAD);
+    if (s->reply_head != NULL)
+        munmap(s->reply_head, NR_PY_REPLY_HEAD);
+    s->shm_head = s->reply_head = NULL;
     s->shm = s->reply = s->batch = NULL;
     s->shm_size = s->reply_size = s->batch_size = 0;
     close_fd(&s->shm_fd);
@@ -376,7 +391,7 @@ static bool side_message(nr_py_stub_t *s, size_t n)
         stub_log(body, len);
         return true;
     }
-    if (h.kind == NR_PY_RESPONSE && h.len > 0) {
+    if ((h.kind == NR_PY_RESPONSE || h.kind == NR_PY_BLS) && h.len > 0) {
         nr_status_t *st = map_body(s, &h);
         if (st != NULL) { /* handed on with no body: that request fails as malformed */
             NR_LOG_ERROR("%s", st->msg);
@@ -384,7 +399,7 @@ static bool side_message(nr_py_stub_t *s, size_t n)
             h.off = h.len = 0;
         }
     }
-    if (h.kind == NR_PY_RESPONSE || h.kind == NR_PY_CANCELLED) {
+    if (h.kind == NR_PY_RESPONSE || h.kind == NR_PY_CANCELLED || h.kind == NR_PY_BLS) {
         if (s->side != NULL)
             s->side(s->side_arg, s, &h, body, len);
         return true;
@@ -459,7 +474,7 @@ nr_status_t *nr_py_stub_wait(nr_py_stub_t *s, nr_py_hdr_t *hdr, int timeout_ms, 
             hdr->len = inline_len;
             return NULL;
         }
-        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG || hdr->kind == NR_PY_BLS)
+        if (hdr->kind == NR_PY_RESPONSES || hdr->kind == NR_PY_CONFIG)
             return map_body(s, hdr);
         return NULL; /* NR_PY_OK */
     }

@@ -632,6 +632,9 @@ void nr_grpc_infer_start(nr_grpc_call_t *c)
     if (st == NULL) {
         inf->owner = c;
         inf->on_done = unary_done;
+        /* a model that may stop early when the client has gone is told (it costs an event) */
+        if (nr_model_sees_cancellation(inf->base.model) && nr_grpc_watch_close(c))
+            inf->base.req->cancelled = &c->gone;
         st = nr_grpc_infer_submit(inf);
         if (st == NULL)
             return; /* unary_done answers, maybe already has */

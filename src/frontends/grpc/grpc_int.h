@@ -102,6 +102,14 @@ struct nr_grpc_call_s {
     grpc_byte_buffer *payload;
     grpc_call_details details; /* unknown methods only */
     int cancelled;          /* RECV_CLOSE_ON_SERVER */
+    /* ModelInfer: RECV_CLOSE_ON_SERVER is asked for when the call starts (nr_grpc_watch_close),
+     * so a client that cancels (or whose deadline passes) is seen while its request runs:
+     * `gone` is the request's `cancelled`. The call is freed once both that and the reply's
+     * batch have completed (`pending`). */
+    nr_grpc_tag_t on_close;
+    bool close_armed;
+    atomic_bool gone;
+    atomic_int pending;
     grpc_slice status_details;
     grpc_byte_buffer *reply;
     void *state;            /* ModelInfer / ModelStreamInfer state */
@@ -112,6 +120,11 @@ extern const nr_grpc_method_t nr_grpc_methods[];
 extern const size_t nr_grpc_n_methods;
 
 /* ---- grpc_server.c ------------------------------------------------------------ */
+
+/* Asks for the call's close now (ModelInfer: the client's cancel is seen while the request
+ * runs, through c->gone); false when gRPC refused (c->gone then stays false). Context: the
+ * call's completion-queue thread, before the reply. */
+bool nr_grpc_watch_close(nr_grpc_call_t *c);
 
 /* The payload as one contiguous slice in *out (a reference when it already
  * is one; several slices are joined in memory of our own). UNAVAILABLE when

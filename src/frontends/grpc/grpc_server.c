@@ -173,10 +173,39 @@ void nr_grpc_call_free(nr_grpc_call_t *c)
     free(c);
 }
 
+/* One of the call's last two events (the reply's batch, the close when watched). */
+static void call_release(nr_grpc_call_t *c)
+{
+    if (atomic_fetch_sub_explicit(&c->pending, 1, memory_order_acq_rel) == 1)
+        nr_grpc_call_free(c);
+}
+
 static void on_finished(nr_grpc_tag_t *t, bool ok)
 {
     (void)ok; /* a client that went away: nothing more to do either way */
-    nr_grpc_call_free(CONTAINER(t, nr_grpc_call_t, on_done));
+    call_release(CONTAINER(t, nr_grpc_call_t, on_done));
+}
+
+static void on_closed(nr_grpc_tag_t *t, bool ok)
+{
+    nr_grpc_call_t *c = CONTAINER(t, nr_grpc_call_t, on_close);
+    if (ok && c->cancelled) /* the client cancelled, or its deadline passed */
+        atomic_store(&c->gone, true);
+    call_release(c);
+}
+
+bool nr_grpc_watch_close(nr_grpc_call_t *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    c->on_close.fn = on_closed;
+    atomic_fetch_add(&c->pending, 1);
+    if (grpc_call_start_batch(c->call, &op, 1, nr_grpc_arm(&c->on_close), NULL) == GRPC_CALL_OK)
+        return c->close_armed = true;
+    atomic_fetch_sub(&c->pending, 1);
+    return false;
 }
 
 grpc_compression_level nr_grpc_level(nr_grpc_compression_t c)
@@ -214,15 +243,17 @@ void nr_grpc_finish(nr_grpc_call_t *c, grpc_byte_buffer *reply, nr_status_t *st,
         ops[n].data.send_status_from_server.status_details = &c->status_details;
     }
     n++;
-    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
-    n++;
+    if (!c->close_armed) {
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
+        n++;
+    }
     nr_status_free(st);
     c->on_done.fn = on_finished;
     grpc_call_error err = grpc_call_start_batch(c->call, ops, n, nr_grpc_arm(&c->on_done), NULL);
     if (err != GRPC_CALL_OK) {
         NR_LOG_VERBOSE(1, "gRPC: cannot send a reply (call error %d)", (int)err);
-        nr_grpc_call_free(c);
+        call_release(c);
     }
 }
 
@@ -305,6 +336,7 @@ static void on_new_call(nr_grpc_tag_t *t, bool ok)
 static void request_call(nr_grpc_server_t *s, int method, int cq)
 {
     nr_grpc_call_t *c = nr_calloc(1, sizeof(*c));
+    atomic_init(&c->pending, 1); /* the reply's batch */
     grpc_completion_queue *q = s->cqs[cq];
     c->srv = s;
     c->method = method;

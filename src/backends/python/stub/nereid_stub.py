@@ -52,7 +52,9 @@ BLS = struct.Struct("<IIIIIIqQII")      # name_len, n_inputs, n_want, id_len, wa
                                         # version, timeout_us, params_len, 0
 METRIC = struct.Struct("<IIQdII")       # op, kind, id, value, n_strings, n_buckets
 CONTROL = struct.Struct("<IIqII")       # op, flag, version, n_strings, 0
-COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read
+COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read;
+                                        # the shared file's head: this process's count of replies read
+HEAD = 64                               # bytes of either file's head
 ALIGN = 64
 GROWTH = 1 << 20
 BACKLOG = 8 << 20                       # bytes of messages the server has not read yet
@@ -102,13 +104,17 @@ class Stub:
         self.config = None
         self.loop = None
         self.pb = None
-        # requests to other models (BLS), from execute's thread or async_exec's executor threads
-        self.executing = False
-        self.cursor = 0                       # where the next thing this process writes goes
+        # requests to other models (BLS), from execute's thread, async_exec's executor threads or
+        # any thread of the model's between initialize and finalize
+        self.serving = False                  # initialize has returned, finalize not begun
+        self.cursor = HEAD                    # where the next thing this process writes goes
         self.alloc_lock = threading.Lock()    # cursor and the shared file's growth
         self.tag = 0
         self.cv = threading.Condition()       # replies, reading
         self.replies = {}                     # tag -> [(offset, length, flags, inline body)]
+        self.dropped = set()                  # tags whose later replies nobody reads
+        self.replies_read = 0                 # replies in the reply file read (the head's count)
+        self.bg_loop = None                   # a decoupled model's async execute runs here
         self.control = []                     # the server's requests, read by another thread
         self.reading = False                  # one waiting thread reads the socket at a time
         self.rmm = None
@@ -149,7 +155,7 @@ class Stub:
         model (its own scheduler and batching); the answer is an InferenceResponse, an error in
         it where the server refused or the model failed."""
         pb = self.pb
-        if not self.executing:
+        if not self.serving:  # Triton's words: not from initialize or finalize
             raise pb.TritonModelException("BLS is only supported during the 'execute' function.")
         name = str(request.model_name()).encode()
         rid = str(request.request_id()).encode()
@@ -216,15 +222,20 @@ class Stub:
     def responses(self, tag):
         """exec(decoupled=True)'s iterator: every response of request `tag` as it comes, the
         last one included (an empty one when the model ended without a response)."""
+        done = False
         try:
-            while True:
+            while not done:
                 off, length, flags, _ = self.wait_for(tag)
+                done = bool(flags & FLAG_FINAL)
                 yield self.decode_reply(off, length)
-                if flags & FLAG_FINAL:
-                    return
-        finally:  # a model that stops reading early: what comes later is dropped
-            with self.cv:
-                self.replies.pop(tag, None)
+        finally:
+            if not done:  # a model that stops reading early: what comes later is dropped
+                with self.cv:
+                    for off, length, flags, _ in self.replies.pop(tag, []):
+                        self.reply_done(length)
+                        done = done or bool(flags & FLAG_FINAL)
+                    if not done:
+                        self.dropped.add(tag)
 
     def wait_for(self, tag):
         """The next message for its owner: tag None, the main loop's (a request from the server;
@@ -257,6 +268,11 @@ class Stub:
                     if owner == tag:
                         return item
                     with self.cv:
+                        if kind == MSG_BLS_REPLY and owner in self.dropped:
+                            self.reply_done(length)
+                            if item[2] & FLAG_FINAL:
+                                self.dropped.discard(owner)
+                            continue
                         self.replies.setdefault(owner, []).append(item)
                         self.cv.notify_all()
                 else:
@@ -340,8 +356,22 @@ class Stub:
             self.rmm = mmap.mmap(REPLY_FD, self.rmm_size)
         return self.rmm
 
+    def reply_done(self, length):
+        """One more answer in the reply file has been read (copied out): the server may write
+        over it once it has had every one read (the count in the shared file's head)."""
+        if length:
+            with self.alloc_lock:
+                self.replies_read += 1
+                COUNT.pack_into(self.reserve(HEAD), 0, self.replies_read)
+
     def decode_reply(self, off, length):
         """An InferenceResponse from the reply file; its arrays are copies (the file is reused)."""
+        try:
+            return self.read_reply(off, length)
+        finally:
+            self.reply_done(length)
+
+    def read_reply(self, off, length):
         pb = self.pb
         np = pb.np
         mm = self.reply_view(off + length)
@@ -400,9 +430,9 @@ class Stub:
         file)."""
         while self.allocs:
             if self.allocs == COUNT.unpack_from(self.reply_view(COUNT.size), 0)[0]:
-                self.cursor = 0
+                self.cursor = HEAD
                 break
-            if self.cursor + size <= BACKLOG:
+            if self.cursor + size <= HEAD + BACKLOG:
                 break
             time.sleep(0.0002)  # the server is behind: it catches up within a few messages
         base = self.cursor
@@ -471,6 +501,7 @@ class Stub:
         except BaseException as e:  # noqa: B036 -- any failure is the load's error
             self.send_error(error_text(e))
             return
+        self.serving = True
         self.send(MSG_OK)
 
     def on_autocomplete(self, off, length):
@@ -496,6 +527,7 @@ class Stub:
         self.send(MSG_CONFIG, 0, base, self.write_blob(base, out))
 
     def on_finalize(self):
+        self.serving = False
         if self.model is not None and hasattr(self.model, "finalize"):
             try:
                 r = self.model.finalize()
@@ -504,6 +536,37 @@ class Stub:
             except BaseException as e:  # noqa: B036
                 self.log(0, error_text(e), 1)
         self.send(MSG_OK)
+
+    def run_background(self, coro, reqs):
+        """A decoupled model's `async def execute`: scheduled on the background loop; when it
+        fails (or returns something), the requests it left open end with the error."""
+        if self.bg_loop is None:
+            self.bg_loop = asyncio.new_event_loop()
+            threading.Thread(target=self.bg_loop.run_forever, name="nereid-async-execute",
+                             daemon=True).start()
+        fut = asyncio.run_coroutine_threadsafe(coro, self.bg_loop)
+        fut.add_done_callback(lambda f: self.background_done(f, reqs))
+
+    def background_done(self, fut, reqs):
+        pb = self.pb
+        if fut.cancelled():
+            text = "the execute coroutine was cancelled"
+        elif fut.exception() is not None:
+            text = error_text(fut.exception())
+        elif fut.result() is not None:
+            text = ("Python model '%s' is using the decoupled mode and the execute function "
+                    "must return None." % self.name)
+        else:
+            return
+        text = self.execute_error(text)
+        self.log(2, text, 1)
+        for r in reqs:  # Triton leaves them waiting; nereid ends them with the error
+            if r._live:
+                try:
+                    r.get_response_sender().send(
+                        pb.InferenceResponse(error=pb.TritonError(text)), flags=FLAG_FINAL)
+                except pb.TritonModelException:
+                    pass  # it ended meanwhile
 
     def run_coroutine(self, coro):
         if self.loop is None:
@@ -636,10 +699,14 @@ class Stub:
         with self.sender_cv:
             self.batch = reqs
             self.open = len(reqs)
-        self.executing = True
         try:
             resps = self.model.execute(reqs)
-            if asyncio.iscoroutine(resps):
+            if asyncio.iscoroutine(resps) and self.decoupled:
+                # as Triton does since 24.04: the coroutine runs on an event loop of its own
+                # and the instance takes its next batch meanwhile
+                self.run_background(resps, reqs)
+                resps = None
+            elif asyncio.iscoroutine(resps):
                 resps = self.run_coroutine(resps)
             if resps is None:  # answered through the requests' response senders
                 if not self.decoupled:
@@ -661,7 +728,6 @@ class Stub:
                 else:  # a decoupled model's requests stay open until their final flags
                     with self.sender_cv:
                         self.batch = []
-                self.executing = False
                 self.send(MSG_OK)
                 return
             if self.decoupled:
@@ -685,17 +751,14 @@ class Stub:
                                  "by execute too")
             plan, room = self.plan(reqs, resps)
             with self.alloc_lock:
-                self.executing = False
                 base, mm = self.alloc(room)
                 n = self.write(base, mm, plan)
         except ModelError as e:
             self.close_senders()
-            self.executing = False
             self.send_error(self.execute_error(str(e)))
             return
         except BaseException as e:  # noqa: B036
             self.close_senders()
-            self.executing = False
             self.send_error(self.execute_error(error_text(e)))
             return
         self.send(MSG_RESPONSES, 0, base, n)
