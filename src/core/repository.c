@@ -975,10 +975,17 @@ static char *check_against_steps(nr_repo_t *repo, load_t *L)
         nr_status_free(st);
     }
     if (why == NULL) {
-        nr_status_t *st = nr_ensemble_validate(L->g->cfg, cfgs);
+        bool decoupled = false;
+        nr_status_t *st = nr_ensemble_validate(L->g->cfg, cfgs, &decoupled);
         if (st != NULL)
             why = nr_asprintf("%s", st->msg);
         nr_status_free(st);
+        if (why == NULL && L->g->cfg->decoupled != decoupled) { /* as Triton sets it */
+            L->g->cfg->decoupled = decoupled;
+            L->g->cfg->has_model_transaction_policy |= decoupled;
+            free(L->g->json);
+            L->g->json = nr_cfg_to_json(L->g->cfg, NULL);
+        }
     }
     for (size_t s = 0; s < es->n_step; s++)
         nr_model_release(m[s]);

@@ -854,6 +854,19 @@ class TritonPythonModel:
                 sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             threading.Thread(target=run).start()
             return None
+        if mode == 6:  # 256 KiB responses until the client is seen gone (2000 at most)
+            big = np.array([b"y" * (256 << 10)], dtype=np.object_)
+
+            def run():
+                n = 0
+                while n < 2000 and not r.is_cancelled():
+                    sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("TEXT", big)]))
+                    n += 1
+                pb_utils.Logger.log_info("dec_probe: stopped after %d responses, cancelled=%s"
+                                         % (n, r.is_cancelled()))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            threading.Thread(target=run).start()
+            return None
         if mode == 5:  # responses every 10 ms until the client cancels (30 s at most)
             def run():
                 n = 0
@@ -1012,6 +1025,68 @@ def test_decoupled_errors_senders_and_long_streams(server_factory, tmp_path):
     np.testing.assert_array_equal(got[1][0].as_numpy("OUTPUT0"), x.reshape(1, 4))
 
 
+def test_a_client_that_stops_reading_is_bounded(server_factory, tmp_path):
+    """Past 64 MiB of responses waiting for a client, the model waits for it (the 100 MiB
+    streams of the test above, read by a Python client slower than they come, arrive whole); a
+    client that takes nothing for 10 s ends its stream (gRPC RESOURCE_EXHAUSTED; the
+    generate_stream connection is closed), the model sees its request cancelled, and the
+    server's memory stays far below what the model would send (500 MiB). One gRPC stream and
+    one generate_stream reply at once, on two instances (a waiting model holds its instance)."""
+    import queue
+    repo = tmp_path / "repo"
+    write_model(repo, "dec_probe", DECOUPLED_PROBE, DECOUPLED_PROBE_IO,
+                "instance_group [ { count: 2 kind: KIND_CPU } ]")
+    srv = server_factory([repo], [])
+
+    def stopped():
+        return [int(line.split("stopped after ")[1].split()[0])
+                for line in srv.log.splitlines() if "dec_probe: stopped after" in line]
+
+    def rss_mb():
+        return int([x for x in open(f"/proc/{srv.proc.pid}/status").read().splitlines()
+                    if x.startswith("VmRSS:")][0].split()[1]) // 1024
+
+    import socket
+    release = threading.Event()
+    slow_got = queue.Queue()
+
+    def slow(result, error):
+        release.wait(120)
+        slow_got.put((result, error))
+
+    slow_client = grpcclient.InferenceServerClient(srv.grpc_url)
+    slow_client.start_stream(callback=slow)
+    slow_client.async_stream_infer("dec_probe", [int32_input("MODE", [6])])
+    body = b'{"MODE": 6}'
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", srv.port))
+    sock.sendall(b"POST /v2/models/dec_probe/generate_stream HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(body), body))
+    wait_for(lambda: len(stopped()) == 2, 120, "the model to stop for both slow readers")
+    assert max(stopped()) < 2000
+    assert all("cancelled=True" in line for line in srv.log.splitlines()
+               if "dec_probe: stopped after" in line)
+    assert rss_mb() < 400
+    release.set()
+    while True:
+        r, e = slow_got.get(timeout=60)
+        if e is not None:
+            break
+    assert e.status() == "StatusCode.RESOURCE_EXHAUSTED", e
+    slow_client.stop_stream()
+    sock.settimeout(60)
+    tail = b""
+    while True:  # the server closes the connection, without the stream's last chunk
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        tail = (tail + chunk)[-16:]
+    sock.close()
+    assert not tail.endswith(b"0\r\n\r\n")
+
+
 def test_decoupled_instance_takes_the_next_request_while_answering(server_factory, tmp_path):
     """As on Triton, a decoupled model's instance is free once execute returns: with one
     instance of repeat_int32, a second client's request is answered while the first one's
@@ -1140,6 +1215,123 @@ def test_async_decoupled_execute_runs_in_the_background(server_factory, tmp_path
         for c in clients:
             c.stop_stream()
     assert "ValueError: boom in async execute" in srv.log
+
+
+# an ensemble around a decoupled step, as Triton's TensorRT-LLM ensembles are built:
+# pre (X = IN + 1) -> square_int32 (X responses of X) -> post (RESULT = 10 * X; X == 5 fails)
+INT_IO = """
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+"""
+PRE = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(
+            r, "IN").as_numpy() + 1)]) for r in requests]
+'''
+POST = HEADER + '''
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()
+            if int(x[0]) == 5:
+                out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("five")))
+            else:
+                out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x * 10)]))
+        return out
+'''
+
+
+def write_pipeline(repo, name, post_input="squared"):
+    d = repo / name
+    (d / "1").mkdir(parents=True, exist_ok=True)
+    (d / "config.pbtxt").write_text(f"""
+name: "{name}"
+platform: "ensemble"
+max_batch_size: 0
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "RESULT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+ensemble_scheduling {{ step [
+  {{ model_name: "pre" model_version: -1 input_map {{ key: "IN" value: "IN" }}
+     output_map {{ key: "OUT" value: "plus_one" }} }},
+  {{ model_name: "square_int32" model_version: -1 input_map {{ key: "IN" value: "plus_one" }}
+     output_map {{ key: "OUT" value: "squared" }} }},
+  {{ model_name: "post" model_version: -1 input_map {{ key: "IN" value: "{post_input}" }}
+     output_map {{ key: "OUT" value: "RESULT" }} }}
+] }}
+""")
+
+
+def test_an_ensemble_with_a_decoupled_step(server_factory, tmp_path):
+    """As on Triton, an ensemble with a decoupled step is decoupled itself (its config says so
+    whatever the file says): each response of the decoupled step runs the steps after it, and
+    each of those runs is one response of the ensemble, over a gRPC stream; the end is the final
+    flag alone (an empty final response when asked for), also when the step sent nothing. A
+    step failing after it ends the request with its text behind Triton's "in ensemble ...".
+    HTTP and unary gRPC refuse it in Triton's words. A step that reads tensors from both sides
+    of a decoupled step is refused at load in Triton's words."""
+    repo = tmp_path / "repo"
+    write_model(repo, "pre", PRE, INT_IO)
+    write_model(repo, "post", POST, INT_IO)
+    for f in ("config.pbtxt", "1/model.py"):
+        (repo / "square_int32" / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "square_int32" / f).write_text((EXAMPLES / "square_int32" / f).read_text())
+    write_pipeline(repo, "pipeline")
+    write_model(repo, "join", POST, INT_IO.replace(
+        "input [", 'input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] },'))
+    write_pipeline(repo, "mixed", post_input="plus_one\" } input_map { key: \"X\" value: \"squared")
+    (repo / "mixed" / "config.pbtxt").write_text((repo / "mixed" / "config.pbtxt").read_text()
+                                                 .replace('model_name: "post"', 'model_name: "join"'))
+    srv = server_factory([repo], ["--exit-on-error=false"])
+    hc = httpclient.InferenceServerClient(srv.url)
+    assert hc.get_model_config("pipeline")["model_transaction_policy"] == {"decoupled": True}
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+
+    import queue
+    got = queue.Queue()
+    client.start_stream(callback=lambda result, error: got.put((result, error)))
+
+    def run(value):
+        """The request's responses up to its final one: (RESULT or None, final) or an error's
+        text. The last data response carries the final flag when the step after the decoupled
+        one ends last, else an empty final response follows (Triton's rule, timing decides)."""
+        client.async_stream_infer("pipeline", [int32_input("IN", [value])],
+                                  enable_empty_final_response=True)
+        out = []
+        while not out or (isinstance(out[-1], tuple) and not out[-1][1]):
+            r, e = got.get(timeout=30)
+            out.append(e.message() if e is not None else (
+                [int(x) for x in r.as_numpy("RESULT")] if r.get_response().outputs else None,
+                final_flag(r)))
+        if out[-1] == (None, True) and len(out) > 1:
+            out[-2:] = [(out[-2][0], True)]  # the same as a final flag on the last response
+        return out
+
+    try:
+        assert run(2) == [([30], False)] * 2 + [([30], True)]
+        assert run(-1) == [(None, True)]  # the decoupled step sent nothing
+        got_error = run(4)
+        assert len(got_error) == 1 and got_error[0].startswith("in ensemble 'pipeline', ") \
+            and got_error[0].endswith("five"), got_error
+        assert run(0) == [([10], True)]  # and the stream goes on
+    finally:
+        client.stop_stream()
+    stats = hc.get_inference_statistics("pipeline")["model_stats"][0]
+    assert int(stats["inference_stats"]["success"]["count"]) == 3
+    assert int(stats["inference_stats"]["fail"]["count"]) == 1
+
+    with pytest.raises(InferenceServerException) as e:
+        client.infer("pipeline", [int32_input("IN", [2])])
+    assert e.value.status() == "StatusCode.UNIMPLEMENTED"
+    r = post(srv.port, "/v2/models/pipeline/infer", json.dumps(
+        {"inputs": [{"name": "IN", "shape": [1], "datatype": "INT32", "data": [2]}]}).encode())
+    assert r.status == 501
+    index = {m["name"]: m for m in json.loads(post(srv.port, "/v2/repository/index").body)}
+    assert index["mixed"]["state"] == "UNAVAILABLE"
+    assert "in ensemble mixed, step of model 'join' receives inputs originated from different " \
+           "decoupled models" in index["mixed"]["reason"], index["mixed"]
 
 
 # ---------------------------------------------------------------------------- custom metrics

@@ -35,6 +35,7 @@
 #include "../../common/alloc.h"
 #include "../../common/log.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ typedef struct stream_s stream_t;
 typedef struct msg_s {
     struct msg_s *next;
     grpc_byte_buffer *bb;
+    size_t len;
 } msg_t;
 
 /* One request of the stream, from its arrival to its last response leaving. */
@@ -71,11 +73,15 @@ struct stream_s {
     bool status_sent;
     int cancelled;           /* RECV_CLOSE_ON_SERVER */
     atomic_bool gone;        /* the client cancelled the call: its requests' `cancelled` */
+    size_t backlog;          /* bytes of responses waiting (NR_STREAM_BACKLOG_MAX) */
+    pthread_cond_t drained;  /* signalled when the backlog shrinks or the call fails */
+    bool overrun;            /* the client took nothing for too long: the call is cancelled */
     atomic_int refs;         /* one per batch in flight, one per request running */
     grpc_slice details;
 };
 
-/* The entry's next response, taken off its list (NULL: none ready). */
+/* The entry's next response, taken off its list (NULL: none ready). s->mu held, or the
+ * stream going. */
 static grpc_byte_buffer *take_msg(entry_t *e)
 {
     msg_t *m = e->first;
@@ -85,6 +91,9 @@ static grpc_byte_buffer *take_msg(entry_t *e)
     if (e->first == NULL)
         e->last = NULL;
     grpc_byte_buffer *bb = m->bb;
+    e->s->backlog -= m->len;
+    if (m->len > 0)
+        pthread_cond_broadcast(&e->s->drained);
     free(m);
     return bb;
 }
@@ -111,6 +120,7 @@ static void stream_unref(stream_t *s)
         grpc_byte_buffer_destroy(s->recv);
     grpc_slice_unref(s->details);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->drained);
     nr_grpc_call_t *c = s->c;
     free(s);
     nr_grpc_call_free(c);
@@ -232,15 +242,19 @@ static void complete(entry_t *e, grpc_byte_buffer *msg, bool last)
     msg_t *m = NULL;
     if (msg != NULL) {
         m = nr_malloc(sizeof(*m));
-        *m = (msg_t){NULL, msg};
+        *m = (msg_t){NULL, msg, grpc_byte_buffer_length(msg)};
     }
     pthread_mutex_lock(&s->mu);
-    if (m != NULL) {
+    if (m != NULL && (s->overrun || s->failed)) { /* nothing more is written: none kept */
+        grpc_byte_buffer_destroy(m->bb);
+        free(m);
+    } else if (m != NULL) {
         if (e->last != NULL)
             e->last->next = m;
         else
             e->first = m;
         e->last = m;
+        s->backlog += m->len;
     }
     e->finished = last;
     next_t n = next_locked(s);
@@ -250,10 +264,43 @@ static void complete(entry_t *e, grpc_byte_buffer *msg, bool last)
         stream_unref(s); /* the request's reference */
 }
 
+/* Before a decoupled model's next response (infer.h, NR_STREAM_BACKLOG_MAX): while too much
+ * waits for the client, the model waits; a client that takes nothing for NR_STREAM_STALL_S
+ * ends the call (RESOURCE_EXHAUSTED), what waited is freed and its requests read as
+ * cancelled. Never on a completion-queue thread (decoupled models do not run inline). */
+static void wait_for_client(stream_t *s)
+{
+    bool overrun = false;
+    pthread_mutex_lock(&s->mu);
+    struct timespec until = nr_stream_deadline();
+    while (s->backlog > NR_STREAM_BACKLOG_MAX && !s->failed && !overrun)
+        overrun = pthread_cond_timedwait(&s->drained, &s->mu, &until) == ETIMEDOUT &&
+                  s->backlog > NR_STREAM_BACKLOG_MAX && !s->failed;
+    if (overrun) {
+        s->overrun = s->failed = true;
+        atomic_store(&s->gone, true);
+        for (entry_t *x = s->head; x != NULL; x = x->next) {
+            grpc_byte_buffer *bb;
+            while ((bb = take_msg(x)) != NULL)
+                grpc_byte_buffer_destroy(bb);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (overrun) {
+        NR_LOG_VERBOSE(1, "gRPC stream: the client took no response for %d s with more than "
+                          "%zu bytes waiting: the call ends", NR_STREAM_STALL_S,
+                       NR_STREAM_BACKLOG_MAX);
+        grpc_call_cancel_with_status(s->c->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                     "the client took no response for too long while too many "
+                                     "waited to be sent", NULL);
+    }
+}
+
 /* A decoupled model's response: out now, in the request's place (responses leave in request
  * order, as every response of the stream does). */
 static void request_response(nr_grpc_infer_t *inf, const nr_status_t *err, unsigned flags)
 {
+    wait_for_client(((entry_t *)inf->owner)->s);
     bool final = flags & NR_RESPONSE_FINAL;
     grpc_byte_buffer *bb = NULL;
     if (err != NULL) {
@@ -456,6 +503,7 @@ void nr_grpc_stream_start(nr_grpc_call_t *c)
     s->on_close.fn = on_close;
     s->details = grpc_empty_slice();
     pthread_mutex_init(&s->mu, NULL);
+    nr_stream_cond_init(&s->drained);
     atomic_init(&s->refs, 1); /* ours, until the first batches are posted */
     grpc_op ops[1];
     memset(ops, 0, sizeof(ops));

@@ -9,12 +9,16 @@
  * dropped it) `gone` is set, which the request reads as cancelled, and writes are dropped.
  * A stream counts among the server's parked connections until its end: libmicrohttpd may not
  * stop with a connection suspended, so the server's stop waits for it, as for a parked one.
+ * With more than NR_STREAM_BACKLOG_MAX bytes waiting the producer waits for the client; one
+ * that takes nothing for NR_STREAM_STALL_S ends the stream (infer.h): the buffer is freed, the
+ * request reads as cancelled, the connection is closed.
  */
 #include "http_conn.h"
 #include "http_int.h"
 
 #include "../../common/alloc.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,8 @@ struct nr_http_stream_s {
     nr_buf_t buf;               /* waiting to be sent: [sent, len) */
     size_t sent;
     bool ended;                 /* no more writes */
+    bool overrun;               /* the client took nothing for too long: the reply ends */
+    pthread_cond_t drained;     /* signalled when the reader takes bytes or the reply goes */
     bool suspended;             /* the reader suspended conn waiting for data */
     struct MHD_Connection *conn; /* set once the reply is queued */
     atomic_bool gone;           /* the reply was dropped: the client is not reading */
@@ -37,6 +43,7 @@ nr_http_stream_t *nr_http_stream_new(atomic_int *open)
     st->open = open;
     atomic_fetch_add(open, 1);
     pthread_mutex_init(&st->mu, NULL);
+    nr_stream_cond_init(&st->drained);
     nr_buf_init(&st->buf);
     atomic_init(&st->gone, false);
     st->refs = 2;
@@ -52,6 +59,7 @@ static void unref(nr_http_stream_t *st)
         return;
     nr_buf_free(&st->buf);
     pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->drained);
     free(st);
 }
 
@@ -69,8 +77,27 @@ void nr_http_stream_write(nr_http_stream_t *st, const char *p, size_t n)
     if (atomic_load(&st->gone))
         return;
     pthread_mutex_lock(&st->mu);
-    if (!st->ended) {
-        nr_buf_append(&st->buf, p, n);
+    struct timespec until = nr_stream_deadline();
+    bool stalled = false; /* too much waits: the producer waits for the client (infer.h) */
+    while (st->buf.len - st->sent > NR_STREAM_BACKLOG_MAX && !st->overrun &&
+           !atomic_load(&st->gone) && !stalled)
+        stalled = pthread_cond_timedwait(&st->drained, &st->mu, &until) == ETIMEDOUT &&
+                  st->buf.len - st->sent > NR_STREAM_BACKLOG_MAX;
+    if (!st->ended && !st->overrun && !atomic_load(&st->gone)) {
+        if (stalled) { /* the client took nothing for too long */
+            st->overrun = true;
+            atomic_store(&st->gone, true);
+            nr_buf_free(&st->buf);
+            nr_buf_init(&st->buf);
+            st->sent = 0;
+        } else {
+            if (st->sent > 0 && st->sent >= st->buf.len / 2) { /* what left goes: amortized */
+                memmove(st->buf.data, st->buf.data + st->sent, st->buf.len - st->sent);
+                st->buf.len -= st->sent;
+                st->sent = 0;
+            }
+            nr_buf_append(&st->buf, p, n);
+        }
         resume_locked(st);
     }
     pthread_mutex_unlock(&st->mu);
@@ -102,11 +129,16 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
     nr_http_stream_t *st = cls;
     (void)pos;
     pthread_mutex_lock(&st->mu);
+    if (st->overrun) {
+        pthread_mutex_unlock(&st->mu);
+        return MHD_CONTENT_READER_END_WITH_ERROR; /* the connection is closed */
+    }
     size_t avail = st->buf.len - st->sent;
     if (avail > 0) {
         size_t n = avail < max ? avail : max;
         memcpy(out, st->buf.data + st->sent, n);
         st->sent += n;
+        pthread_cond_broadcast(&st->drained);
         if (st->sent == st->buf.len) /* all out: the buffer starts over */
             st->buf.len = st->sent = 0;
         pthread_mutex_unlock(&st->mu);
@@ -126,6 +158,9 @@ static void reply_gone(void *cls)
 {
     nr_http_stream_t *st = cls;
     atomic_store(&st->gone, true);
+    pthread_mutex_lock(&st->mu);
+    pthread_cond_broadcast(&st->drained);
+    pthread_mutex_unlock(&st->mu);
     unref(st); /* the reply's reference */
 }
 
