@@ -701,7 +701,9 @@ class Stub:
             self.open = len(reqs)
         try:
             resps = self.model.execute(reqs)
-            if asyncio.iscoroutine(resps) and self.decoupled:
+            if type(resps) is list:  # the common case first: no coroutine check
+                pass
+            elif asyncio.iscoroutine(resps) and self.decoupled:
                 # as Triton does since 24.04: the coroutine runs on an event loop of its own
                 # and the instance takes its next batch meanwhile
                 self.run_background(resps, reqs)

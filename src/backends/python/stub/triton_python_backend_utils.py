@@ -224,9 +224,11 @@ class InferenceResponse:
         if error is not None and not isinstance(error, TritonError):
             error = TritonError(str(error))
         self._error = error
-        if parameters is None:
-            parameters = {}
-        self._parameters = parameters if isinstance(parameters, str) else json.dumps(parameters)
+        if parameters is None or (isinstance(parameters, dict) and not parameters):
+            self._parameters = "{}"  # the common case, without json's cost per response
+        else:
+            self._parameters = parameters if isinstance(parameters, str) else \
+                json.dumps(parameters)
 
     def output_tensors(self):
         return self._outputs
