@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage_exit(int code)
 {
@@ -115,6 +116,11 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     NR_LOG_INFO("Signal (%d) received.", sig);
+    if (!nr_boot_drain(b)) { /* as Triton: a request that never ends does not hold the exit */
+        NR_LOG_ERROR("Exit timeout expired. Exiting immediately.");
+        fflush(NULL);
+        _exit(1); /* the Python stubs end with their sockets */
+    }
     nr_boot_stop(b);
     rc = 0;
 out: /* the options' lists and the host policies: what every exit still holds */

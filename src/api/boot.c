@@ -148,6 +148,7 @@ static void http_limits(nr_opts_t *o)
 struct nr_boot_s {
     nr_opts_t *o;
     nr_server_t *core;
+    bool drained;
     nr_http_options_t ho;
     frontend_run_t fe[N_FRONTENDS];
 };
@@ -246,12 +247,19 @@ void nr_boot_quiesce(nr_boot_t *b)
     quiesce_frontends(b->fe);
 }
 
+bool nr_boot_drain(nr_boot_t *b)
+{
+    nr_boot_quiesce(b);
+    b->drained = true;
+    return nr_server_drain(b->core, b->o->exit_timeout_secs) == 0;
+}
+
 void nr_boot_stop(nr_boot_t *b)
 {
     if (b == NULL)
         return;
-    nr_boot_quiesce(b);
-    nr_server_drain(b->core, b->o->exit_timeout_secs);
+    if (!b->drained)
+        (void)nr_boot_drain(b);
     stop_frontends(b->fe);
     nr_server_free(b->core);
     free(b);

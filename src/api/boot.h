@@ -23,8 +23,12 @@ NR_MUST_CHECK nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr
 nr_server_t *nr_boot_core(nr_boot_t *b);
 /* Not ready from here, no new connection or call; requests in flight go on. */
 void nr_boot_quiesce(nr_boot_t *b);
-/* Quiesces, waits up to --exit-timeout-secs for requests in flight, stops the frontends and
- * frees the server (its repository's models unloaded). */
+/* Quiesces and waits up to --exit-timeout-secs for requests in flight; false when some are
+ * still in flight then (a process exits at once, as Triton's does: stopping would wait for
+ * them). */
+bool nr_boot_drain(nr_boot_t *b);
+/* Drains (unless nr_boot_drain did), stops the frontends and frees the server (its
+ * repository's models unloaded): it waits for every request in flight. */
 void nr_boot_stop(nr_boot_t *b);
 
 #endif

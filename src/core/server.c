@@ -99,7 +99,7 @@ void nr_server_quiesce(nr_server_t *s)
     atomic_store(&s->quiesced, true);
 }
 
-void nr_server_drain(nr_server_t *s, int timeout_secs)
+uint64_t nr_server_drain(nr_server_t *s, int timeout_secs)
 {
     for (int waited_ms = 0;; waited_ms += 10) {
         uint64_t n = nr_repo_inflight(s->repo);
@@ -107,7 +107,7 @@ void nr_server_drain(nr_server_t *s, int timeout_secs)
             NR_LOG_INFO("Timeout %d: Found %llu in-flight inference requests",
                         timeout_secs - waited_ms / 1000, (unsigned long long)n);
         if (n == 0 || waited_ms >= timeout_secs * 1000)
-            return;
+            return n;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

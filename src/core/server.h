@@ -44,8 +44,9 @@ bool nr_server_ready(const nr_server_t *s);
 /* From now on readiness answers "not ready" (shutdown has begun). */
 void nr_server_quiesce(nr_server_t *s);
 /* Waits for queued and executing requests to finish, at most timeout_secs,
- * logging Triton's "Timeout N: Found M in-flight inference requests". */
-void nr_server_drain(nr_server_t *s, int timeout_secs);
+ * logging Triton's "Timeout N: Found M in-flight inference requests". Returns how many are
+ * still in flight (0: drained). */
+uint64_t nr_server_drain(nr_server_t *s, int timeout_secs);
 
 /* Every serving model version, and each loaded later, records its requests
  * for latency summaries (a ring of cap observations). */

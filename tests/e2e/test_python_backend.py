@@ -1176,6 +1176,35 @@ class TritonPythonModel:
 '''
 
 
+def test_a_request_that_never_ends_does_not_hold_the_exit(server_factory, tmp_path):
+    """As Triton's, the server waits --exit-timeout-secs for requests in flight and then exits
+    at once (status 1, Triton's "Exit timeout expired. Exiting immediately.") instead of
+    waiting for a decoupled request whose model answers for another minute; its stub ends
+    with it."""
+    import queue
+    repo = tmp_path / "repo"
+    for f in ("config.pbtxt", "1/model.py"):
+        (repo / "repeat_int32" / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "repeat_int32" / f).write_text((EXAMPLES / "repeat_int32" / f).read_text())
+    srv = server_factory([repo], ["--exit-timeout-secs=1"], expect_rc=1)
+    (stub,) = stub_pids(srv)
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    got = queue.Queue()
+    client.start_stream(callback=lambda result, error: got.put((result, error)))
+    try:
+        client.async_stream_infer("repeat_int32", [
+            int32_input("IN", [1, 2]), int32_input("DELAY", [0, 60000], "UINT32"),
+            int32_input("WAIT", [0], "UINT32")])
+        assert got.get(timeout=30)[1] is None  # the first response: the request is running
+        assert srv.stop(timeout=30) == 1
+    finally:
+        client.stop_stream()
+    assert "Exit timeout expired. Exiting immediately." in srv.log
+    wait_for(lambda: not os.path.exists(f"/proc/{stub}") or
+             open(f"/proc/{stub}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", 30,
+             "the stub to end")
+
+
 def test_async_decoupled_execute_runs_in_the_background(server_factory, tmp_path):
     """As on Triton since 24.04, a decoupled model's `async def execute` runs on an event loop
     of its own and the instance takes its next request meanwhile: with one instance, a request
