@@ -114,6 +114,9 @@ class Stub:
         self.replies = {}                     # tag -> [(offset, length, flags, inline body)]
         self.dropped = set()                  # tags whose later replies nobody reads
         self.replies_read = 0                 # replies in the reply file read (the head's count)
+        self.head = None                      # the shared file's head, mapped on its own
+        self.head_lock = threading.Lock()     # replies_read (not alloc_lock: a writer waiting
+                                              # for the server holds that one)
         self.bg_loop = None                   # a decoupled model's async execute runs here
         self.control = []                     # the server's requests, read by another thread
         self.reading = False                  # one waiting thread reads the socket at a time
@@ -360,9 +363,11 @@ class Stub:
         """One more answer in the reply file has been read (copied out): the server may write
         over it once it has had every one read (the count in the shared file's head)."""
         if length:
-            with self.alloc_lock:
+            with self.head_lock:
+                if self.head is None:  # the server made the file far longer than its head
+                    self.head = mmap.mmap(SHM_FD, HEAD)
                 self.replies_read += 1
-                COUNT.pack_into(self.reserve(HEAD), 0, self.replies_read)
+                COUNT.pack_into(self.head, 0, self.replies_read)
 
     def decode_reply(self, off, length):
         """An InferenceResponse from the reply file; its arrays are copies (the file is reused)."""
