@@ -812,8 +812,9 @@ static void answer(run_t *r, ctx_t *c, unsigned flags)
     pthread_mutex_unlock(&r->out_mu);
 }
 
-/* Step outputs become tensors of context c (references taken: the step's request frees its
- * own); the steps they complete are listed in ready[]. Context: r->mu held. */
+/* Step outputs become tensors of context c, their holds taken over (the step's request, freed
+ * or its response released next, lets go of nothing); the steps they complete are listed in
+ * ready[]. Context: r->mu held. */
 static void take_outputs(run_t *r, ctx_t *c, const step_t *st, nr_req_t *sq, uint32_t *ready,
                          size_t *n_ready)
 {
@@ -827,7 +828,7 @@ static void take_outputs(run_t *r, ctx_t *c, const step_t *st, nr_req_t *sq, uin
             c->t[ti] = *o;
             c->t[ti].name = r->e->tensor[ti];
             c->batched[ti] = batching;
-            nr_hold_ref(o->hold);
+            o->hold = NULL; /* the run keeps it */
             produce(r, c, ti, ready, n_ready);
             break;
         }

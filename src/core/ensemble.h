@@ -5,7 +5,7 @@
  * model's dynamic batcher batches ensemble and direct traffic together).
  *
  * Tensors flow between steps without a copy: a step's outputs stay in the buffers their
- * backend produced (their holds referenced by the ensemble request), the next step's request
+ * backend produced (their holds taken over by the ensemble request), the next step's request
  * reads them in place, and the ensemble's outputs point into them too; all of it is released
  * with the ensemble request's outputs (nr_req_free). Composing models are looked up at each
  * request (the highest READY version, or the step's model_version), so a composing model

@@ -5,8 +5,6 @@
 #include "classify.h"
 
 #include <inttypes.h>
-#include <pthread.h>
-#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,19 +286,3 @@ nr_status_t *nr_infer_outputs(nr_infer_t *inf, const nr_infer_out_t **outs, size
     return NULL;
 }
 
-void nr_stream_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
-struct timespec nr_stream_deadline(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += NR_STREAM_STALL_S;
-    return ts;
-}

@@ -17,9 +17,6 @@
 
 #include "kserve.h"
 #include "model.h"
-
-#include <pthread.h>
-#include <time.h>
 #include "server.h"
 #include "shm.h"
 
@@ -46,15 +43,11 @@ typedef struct {
  * slower than its decoupled model answers: past NR_STREAM_BACKLOG_MAX bytes waiting, the
  * model's next response waits for the client to take some (the model is slowed to the
  * client's pace, as the Python stub's own backlog slows a model down); a client that takes
- * nothing for NR_STREAM_STALL_S seconds ends the stream (gRPC RESOURCE_EXHAUSTED; the HTTP
+ * nothing for NR_STREAM_STALL_NS ends the stream (gRPC RESOURCE_EXHAUSTED; the HTTP
  * connection is closed), what waited is freed and its requests read as cancelled. Memory
- * follows what the client takes; Triton keeps everything. nr_stream_cond_init makes the
- * condition variable such a wait uses (CLOCK_MONOTONIC), nr_stream_deadline the time it gives
- * up. */
+ * follows what the client takes; Triton keeps everything. */
 #define NR_STREAM_BACKLOG_MAX ((size_t)64 << 20)
-#define NR_STREAM_STALL_S 10
-void nr_stream_cond_init(pthread_cond_t *cv);
-struct timespec nr_stream_deadline(void);
+#define NR_STREAM_STALL_NS (10 * 1000000000ull)
 
 typedef struct nr_infer_s {
     nr_server_t *srv;    /* shared-memory registry and labels; NULL when parsing alone */

@@ -154,10 +154,12 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
         b.input_end_ns = t_exec;
     if (b.infer_end_ns < b.input_end_ns || b.infer_end_ns > t_end)
         b.infer_end_ns = t_end;
+    size_t n_later = 0;
     for (size_t i = 0; i < n; i++) {
         nr_req_t *r = inst->reqs[i];
         if (r->item.later) { /* answered later, from another thread: its item, outputs
                                 and responses are the backend's until its final one */
+            n_later++;
         } else if (st) {
             r->status = nr_status_new(st->code, "%s", st->msg);
             nr_status_free(r->item.status);
@@ -182,8 +184,8 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     nr_status_free(st);
     /* the requests still open (item.later) leave the batch; each ends with its final response
      * or here, whichever comes second (nr_inst_later_final) */
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t k = n_later == 0 ? n : 0;
+    for (size_t i = 0; i < n && n_later > 0; i++) {
         nr_req_t *r = inst->reqs[i];
         if (!r->item.later)
             inst->reqs[k++] = r;

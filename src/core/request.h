@@ -36,7 +36,8 @@ typedef struct nr_model_s nr_model_t;
 typedef struct nr_req_s nr_req_t;
 typedef void (*nr_req_done_fn)(nr_req_t *req, void *arg);
 /* One response of a decoupled model: req->outputs as the backend filled them (valid during the
- * call only: a frontend that keeps them takes a hold reference) or err; flags NR_RESPONSE_*
+ * call only: a frontend that keeps them takes a hold reference, or takes the hold over by
+ * setting it NULL) or err; flags NR_RESPONSE_*
  * (backend.h). Runs on the executing thread, before done. */
 typedef void (*nr_req_response_fn)(nr_req_t *req, const nr_status_t *err, unsigned flags,
                                    void *arg);

@@ -133,11 +133,7 @@ nr_sched_t *nr_sched_create(const nr_model_config_t *cfg)
     s->cfg = cfg;
     nr_lock_init(&s->mu);
     nr_lock_init(&s->ord_mu);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    nr_cond_init_monotonic(&s->cv);
     s->next_deadline = UINT64_MAX;
     s->dynamic = cfg->scheduling_choice == NR_SCHED_DYNAMIC;
     s->max_batch = (s->dynamic && cfg->max_batch_size > 0) ? (uint32_t)cfg->max_batch_size : 1;
@@ -449,7 +445,7 @@ static void wait_until(nr_sched_t *s, uint64_t until)
         nr_lock_wait(&s->mu, &s->cv, NULL);
         return;
     }
-    struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+    struct timespec ts = nr_timespec_of(until);
     nr_lock_wait(&s->mu, &s->cv, &ts);
 }
 

@@ -171,6 +171,13 @@ def grpc_infer(client, model, x, outputs=None, name="INPUT0", **kw):
     return client.infer(model, [inp], outputs=outs, **kw)
 
 
+def mode_text(client, model, mode):
+    """The JSON the probe models answer in their TEXT output to MODE = mode (HTTP)."""
+    inp = httpclient.InferInput("MODE", [1], "INT32")
+    inp.set_data_from_numpy(np.array([mode], dtype=np.int32))
+    return json.loads(client.infer(model, [inp]).as_numpy("TEXT")[0])
+
+
 def stub_pids(server, instance=None):
     """The pids of the server's Python stubs (children running python), optionally only the one
     of `instance`."""
@@ -1504,9 +1511,7 @@ def test_custom_metrics_kinds_errors_sharing_and_lifetime(server_factory, tmp_pa
     client = httpclient.InferenceServerClient(srv.url)
 
     def probe(mode):
-        inp = httpclient.InferInput("MODE", [1], "INT32")
-        inp.set_data_from_numpy(np.array([mode], dtype=np.int32))
-        return json.loads(client.infer("metrics_probe", [inp]).as_numpy("TEXT")[0])
+        return mode_text(client, "metrics_probe", mode)
 
     rep = probe(0)
     assert rep["gauge"] == 1.5 and rep["shared"] == 3.0  # three instances, one series
@@ -1631,9 +1636,7 @@ def test_model_control_from_python(server_factory, tmp_path):
     client = httpclient.InferenceServerClient(srv.url)
 
     def loader(mode):
-        inp = httpclient.InferInput("MODE", [1], "INT32")
-        inp.set_data_from_numpy(np.array([mode], dtype=np.int32))
-        return json.loads(client.infer("loader", [inp]).as_numpy("TEXT")[0])
+        return mode_text(client, "loader", mode)
 
     assert loader(0) == [False, True, True, False]
     assert client.is_model_ready("identity_fp32")
@@ -1650,9 +1653,7 @@ def test_model_control_from_python(server_factory, tmp_path):
 
     other = server_factory([repo], [])  # MODE_NONE
     oc = httpclient.InferenceServerClient(other.url)
-    inp = httpclient.InferInput("MODE", [1], "INT32")
-    inp.set_data_from_numpy(np.array([3], dtype=np.int32))
-    assert json.loads(oc.infer("loader", [inp]).as_numpy("TEXT")[0]) == \
+    assert mode_text(oc, "loader", 3) == \
         "Failed to process the request for model 'loader_0', message: explicit model load / " \
         "unload is not allowed if polling is enabled"
 
@@ -1696,9 +1697,7 @@ def test_packed_execution_environment(server_factory, tmp_path):
     client = httpclient.InferenceServerClient(srv.url)
     seen = []
     for name in ("packed_a", "packed_b"):
-        inp = httpclient.InferInput("MODE", [1], "INT32")
-        inp.set_data_from_numpy(np.array([0], dtype=np.int32))
-        exe, prefix = json.loads(client.infer(name, [inp]).as_numpy("TEXT")[0])
+        exe, prefix = mode_text(client, name, 0)
         assert Path(prefix).name.startswith("python_env_"), prefix
         assert exe == str(Path(prefix) / "bin" / "python3")
         seen.append(prefix)

@@ -227,8 +227,8 @@ static const char *kind_name(int kind)
  * caller owns the socket (py_side_own). */
 static void stub_down(py_inst_t *in, int timeout_ms)
 {
-    pthread_mutex_lock(&in->mu); /* answers to its requests still to come are dropped */
     in->up = false;
+    pthread_mutex_lock(&in->mu); /* answers to its requests still to come are dropped */
     in->gen++;
     pthread_mutex_unlock(&in->mu);
     nr_py_stub_stop(&in->stub, timeout_ms);
@@ -283,9 +283,7 @@ static nr_status_t *inst_start(py_inst_t *in)
         stub_down(in, 0);
         return st;
     }
-    pthread_mutex_lock(&in->mu);
     in->up = true;
-    pthread_mutex_unlock(&in->mu);
     py_side_attach(in);
     return NULL;
 }
@@ -670,7 +668,7 @@ typedef struct {
 static void bls_reply(py_inst_t *in, uint32_t gen, uint32_t tag, const nr_status_t *status,
                       const nr_tensor_t *outs, size_t n, unsigned flags)
 {
-    if (gen != in->gen || !in->up)
+    if (gen != in->gen) /* stub_down moves the generation on */
         return;
     if (__atomic_load_n(in->stub.shm_head, __ATOMIC_ACQUIRE) == in->replies)
         in->reply_used = NR_PY_REPLY_HEAD;

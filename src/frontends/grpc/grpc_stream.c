@@ -75,7 +75,6 @@ struct stream_s {
     atomic_bool gone;        /* the client cancelled the call: its requests' `cancelled` */
     size_t backlog;          /* bytes of responses waiting (NR_STREAM_BACKLOG_MAX) */
     pthread_cond_t drained;  /* signalled when the backlog shrinks or the call fails */
-    bool overrun;            /* the client took nothing for too long: the call is cancelled */
     atomic_int refs;         /* one per batch in flight, one per request running */
     grpc_slice details;
 };
@@ -245,7 +244,7 @@ static void complete(entry_t *e, grpc_byte_buffer *msg, bool last)
         *m = (msg_t){NULL, msg, grpc_byte_buffer_length(msg)};
     }
     pthread_mutex_lock(&s->mu);
-    if (m != NULL && (s->overrun || s->failed)) { /* nothing more is written: none kept */
+    if (m != NULL && s->failed) { /* nothing more is written: none kept */
         grpc_byte_buffer_destroy(m->bb);
         free(m);
     } else if (m != NULL) {
@@ -265,19 +264,19 @@ static void complete(entry_t *e, grpc_byte_buffer *msg, bool last)
 }
 
 /* Before a decoupled model's next response (infer.h, NR_STREAM_BACKLOG_MAX): while too much
- * waits for the client, the model waits; a client that takes nothing for NR_STREAM_STALL_S
+ * waits for the client, the model waits; a client that takes nothing for NR_STREAM_STALL_NS
  * ends the call (RESOURCE_EXHAUSTED), what waited is freed and its requests read as
  * cancelled. Never on a completion-queue thread (decoupled models do not run inline). */
 static void wait_for_client(stream_t *s)
 {
     bool overrun = false;
     pthread_mutex_lock(&s->mu);
-    struct timespec until = nr_stream_deadline();
+    struct timespec until = nr_timespec_of(nr_now_ns() + NR_STREAM_STALL_NS);
     while (s->backlog > NR_STREAM_BACKLOG_MAX && !s->failed && !overrun)
         overrun = pthread_cond_timedwait(&s->drained, &s->mu, &until) == ETIMEDOUT &&
                   s->backlog > NR_STREAM_BACKLOG_MAX && !s->failed;
     if (overrun) {
-        s->overrun = s->failed = true;
+        s->failed = true;
         atomic_store(&s->gone, true);
         for (entry_t *x = s->head; x != NULL; x = x->next) {
             grpc_byte_buffer *bb;
@@ -287,9 +286,9 @@ static void wait_for_client(stream_t *s)
     }
     pthread_mutex_unlock(&s->mu);
     if (overrun) {
-        NR_LOG_VERBOSE(1, "gRPC stream: the client took no response for %d s with more than "
-                          "%zu bytes waiting: the call ends", NR_STREAM_STALL_S,
-                       NR_STREAM_BACKLOG_MAX);
+        NR_LOG_VERBOSE(1, "gRPC stream: the client took no response for %llu s with more "
+                          "than %zu bytes waiting: the call ends",
+                       NR_STREAM_STALL_NS / 1000000000ull, NR_STREAM_BACKLOG_MAX);
         grpc_call_cancel_with_status(s->c->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                                      "the client took no response for too long while too many "
                                      "waited to be sent", NULL);
@@ -503,7 +502,7 @@ void nr_grpc_stream_start(nr_grpc_call_t *c)
     s->on_close.fn = on_close;
     s->details = grpc_empty_slice();
     pthread_mutex_init(&s->mu, NULL);
-    nr_stream_cond_init(&s->drained);
+    nr_cond_init_monotonic(&s->drained);
     atomic_init(&s->refs, 1); /* ours, until the first batches are posted */
     grpc_op ops[1];
     memset(ops, 0, sizeof(ops));

@@ -10,7 +10,7 @@
  * A stream counts among the server's parked connections until its end: libmicrohttpd may not
  * stop with a connection suspended, so the server's stop waits for it, as for a parked one.
  * With more than NR_STREAM_BACKLOG_MAX bytes waiting the producer waits for the client; one
- * that takes nothing for NR_STREAM_STALL_S ends the stream (infer.h): the buffer is freed, the
+ * that takes nothing for NR_STREAM_STALL_NS ends the stream (infer.h): the buffer is freed, the
  * request reads as cancelled, the connection is closed.
  */
 #include "http_conn.h"
@@ -43,7 +43,7 @@ nr_http_stream_t *nr_http_stream_new(atomic_int *open)
     st->open = open;
     atomic_fetch_add(open, 1);
     pthread_mutex_init(&st->mu, NULL);
-    nr_stream_cond_init(&st->drained);
+    nr_cond_init_monotonic(&st->drained);
     nr_buf_init(&st->buf);
     atomic_init(&st->gone, false);
     st->refs = 2;
@@ -77,7 +77,7 @@ void nr_http_stream_write(nr_http_stream_t *st, const char *p, size_t n)
     if (atomic_load(&st->gone))
         return;
     pthread_mutex_lock(&st->mu);
-    struct timespec until = nr_stream_deadline();
+    struct timespec until = nr_timespec_of(nr_now_ns() + NR_STREAM_STALL_NS);
     bool stalled = false; /* too much waits: the producer waits for the client (infer.h) */
     while (st->buf.len - st->sent > NR_STREAM_BACKLOG_MAX && !st->overrun &&
            !atomic_load(&st->gone) && !stalled)

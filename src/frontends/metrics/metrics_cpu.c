@@ -6,6 +6,7 @@
 #include "metrics_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/clock.h"
 #include "../../common/log.h"
 
 #include <fcntl.h>
@@ -128,11 +129,7 @@ static void *poller_main(void *arg)
     pthread_setname_np(pthread_self(), "metrics-cpu");
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)c->interval_ms * 1000000ull;
-        ts.tv_sec += (time_t)(ns / 1000000000ull);
-        ts.tv_nsec = (long)(ns % 1000000000ull);
+        struct timespec ts = nr_timespec_of(nr_now_ns() + (uint64_t)c->interval_ms * 1000000ull);
         while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0) {
         }
         if (c->stop)
@@ -151,11 +148,7 @@ nr_metrics_cpu_t *nr_metrics_cpu_start(int interval_ms)
     c->interval_ms = interval_ms > 0 ? interval_ms : 1;
     store_double(&c->util_bits, 0.0);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    nr_cond_init_monotonic(&c->cv);
     NR_LOG_INFO("Collecting CPU metrics");
     poll_once(c, true);
     if (pthread_create(&c->thread, NULL, poller_main, c) != 0) {
