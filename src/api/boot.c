@@ -178,6 +178,8 @@ static nr_status_t *check_options(const nr_opts_t *o)
 nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
 {
     *frontend_failed = false;
+    for (size_t i = 0; i < o->n_notes; i++)
+        NR_LOG_WARN("%s", o->notes[i].text);
     http_limits(o);
     nr_status_t *st = check_options(o);
     if (st != NULL)
@@ -194,6 +196,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .startup_models = o->load_models,
         .n_startup_models = o->n_load_models,
         .poll_secs = mode == NR_CONTROL_POLL ? o->poll_secs : 0, /* as Triton: 0 unless polling */
+        .load_retries = o->model_load_retries,
     };
     nr_repo_t *repo;
     st = nr_repo_create(&ro, &repo);
@@ -223,6 +226,8 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .idle_timeout_secs = o->http_idle_timeout,
         .request_timeout_secs = o->http_request_timeout,
         .body_memory_limit = o->http_body_memory,
+        .reuse_port = o->http_reuse_port,
+        .header_forward = o->http_header_forward,
     };
     frontends_of(o, &b->ho, b->fe);
     if (!start_frontends(b->fe, b->core)) {

@@ -3,11 +3,14 @@
 
 #include "../backends/backend.h"
 #include "../common/alloc.h"
+#include "../common/debug.h"
 #include "../common/limits.h"
 #include "../common/log.h"
+#include "../core/headers.h"
 #include "../core/host_policy.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -62,16 +65,217 @@ static nr_status_t *set_compression(void *o, const nr_cli_opt_t *f, const char *
                          "invalid argument for --grpc_infer_response_compression_level");
 }
 
-/* Accepted so that Triton command lines are understood, and ignored: forwarded headers
- * would become request parameters, which no nereid backend reads. */
-static nr_status_t *ignore(void *o, const nr_cli_opt_t *f, const char *v)
+/* ---- flags accepted without their effect: one warning line each at start ----------------
+ * A Triton command line must start nereid, and a flag that does nothing here must say so: its
+ * note is printed once (however often the flag is given) when the server starts, after the
+ * log is set up (nr_boot_start). */
+
+static void note(nr_opts_t *o, const nr_cli_opt_t *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(nr_opts_t *o, const nr_cli_opt_t *f, const char *fmt, ...)
 {
+    for (size_t i = 0; i < o->n_notes; i++)
+        if (o->notes[i].flag == f->name)
+            return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = nr_vasprintf(fmt, ap);
+    va_end(ap);
+    o->notes = nr_realloc(o->notes, (o->n_notes + 1) * sizeof(*o->notes));
+    o->notes[o->n_notes++] = (nr_opts_note_t){f->name, text};
+}
+
+/* Each flag's line: why it has no effect here. */
+static const struct {
+    const char *flag, *why;
+} no_effect[] = {
+    {"pinned-memory-pool-byte-size",
+     "nereid keeps no pinned memory pool: no tensor is staged for a GPU by the server (ONNX "
+     "Runtime's CUDA and TensorRT providers copy inputs themselves)"},
+    {"cuda-memory-pool-byte-size",
+     "nereid keeps no CUDA memory pool: ONNX Runtime's CUDA and TensorRT providers allocate "
+     "device memory themselves"},
+    {"cuda-virtual-address-size",
+     "nereid has no implicit state (sequence batcher) to grow in CUDA virtual memory"},
+    {"enable-peer-access", "nereid copies no tensor between GPUs"},
+    {"min-supported-compute-capability",
+     "nereid does not filter GPUs by compute capability (ONNX Runtime's CUDA provider "
+     "refuses a device it cannot use)"},
+    {"model-load-gpu-limit", "nereid does not check GPU memory use before a load"},
+    {"buffer-manager-thread-count",
+     "nereid starts no copy threads: a request's tensors are copied on its own thread"},
+    {"allow-sagemaker", "nereid serves no SageMaker endpoints (KServe v2 HTTP and gRPC only)"},
+    {"sagemaker-port", "nereid serves no SageMaker endpoints (KServe v2 HTTP and gRPC only)"},
+    {"sagemaker-safe-port-range",
+     "nereid serves no SageMaker endpoints (KServe v2 HTTP and gRPC only)"},
+    {"sagemaker-thread-count",
+     "nereid serves no SageMaker endpoints (KServe v2 HTTP and gRPC only)"},
+    {"allow-vertex-ai", "nereid serves no Vertex AI endpoints (KServe v2 HTTP and gRPC only)"},
+    {"vertex-ai-port", "nereid serves no Vertex AI endpoints (KServe v2 HTTP and gRPC only)"},
+    {"vertex-ai-thread-count",
+     "nereid serves no Vertex AI endpoints (KServe v2 HTTP and gRPC only)"},
+    {"vertex-ai-default-model",
+     "nereid serves no Vertex AI endpoints (KServe v2 HTTP and gRPC only)"},
+    {"repoagent-directory",
+     "nereid loads no repository agents (a model naming one in model_repository_agents "
+     "loads without it)"},
+    {"model-namespacing",
+     "model namespacing is not implemented yet: a model name found in two repositories is "
+     "unavailable, as without the flag"},
+    {"model-load-thread-count",
+     "models load one at a time (parallel loading is not implemented yet)"},
+    {"cache-config", "the response cache is not implemented yet: every request runs its model"},
+    {"cache-directory",
+     "the response cache is not implemented yet: every request runs its model"},
+    {"response-cache-byte-size",
+     "the response cache is not implemented yet: every request runs its model"},
+    {"rate-limit",
+     "the rate limiter is not implemented yet: an instance runs as soon as it is free"},
+    {"rate-limit-resource",
+     "the rate limiter is not implemented yet: an instance runs as soon as it is free"},
+    {"trace-config", "tracing is not implemented yet: no trace is recorded"},
+    {"trace-file", "tracing is not implemented yet: no trace is recorded"},
+    {"trace-level", "tracing is not implemented yet: no trace is recorded"},
+    {"trace-rate", "tracing is not implemented yet: no trace is recorded"},
+    {"trace-count", "tracing is not implemented yet: no trace is recorded"},
+    {"trace-log-frequency", "tracing is not implemented yet: no trace is recorded"},
+};
+
+static void note_no_effect(nr_opts_t *o, const nr_cli_opt_t *f, const char *v)
+{
+    for (size_t i = 0; i < sizeof(no_effect) / sizeof(no_effect[0]); i++)
+        if (!strcmp(no_effect[i].flag, f->name)) {
+            note(o, f, "--%s=%s has no effect: %s", f->name, v, no_effect[i].why);
+            return;
+        }
+    NR_DEBUG_ASSERT(!"every flag with no effect has its line");
+}
+
+/* A flag whose value is checked and then has no effect (any value). */
+static nr_status_t *no_effect_any(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    note_no_effect(o, f, v);
     return NULL;
 }
 
-static nr_status_t *ignore_with_warning(void *o, const nr_cli_opt_t *f, const char *v)
+/* The same for an integer value, checked as Triton's int flags are. */
+static nr_status_t *no_effect_int(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    NR_LOG_WARN("--%s is accepted for compatibility and ignored", f->name);
+    long long n;
+    if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
+        return nr_cli_bad_value(v);
+    note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* A boolean flag whose true asks for what nereid does not do; false is what nereid does. */
+static nr_status_t *no_effect_if_true(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    bool b;
+    if (!nr_cli_bool(v, &b))
+        return nr_cli_bad_value(v);
+    if (b)
+        note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* An integer that asks for nothing at 0 (or below, for a count of threads). */
+static nr_status_t *no_effect_if_positive(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    long long n;
+    if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
+        return nr_cli_bad_value(v);
+    if (n > (strcmp(f->name, "model-load-thread-count") ? 0 : 1))
+        note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* <int>:<number> (a GPU device and a size or fraction), Triton's form for the CUDA flags. */
+static nr_status_t *no_effect_device_pair(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    const char *colon = strchr(v, ':');
+    double x;
+    long long dev;
+    if (colon == NULL)
+        return nr_status_new(NR_INVALID_ARG, "--%s must be of the form <device>:<value>, got "
+                                             "'%s'", f->name, v);
+    char *d = nr_strndup(v, (size_t)(colon - v));
+    bool ok = nr_cli_int(d, 0, INT_MAX, &dev) && nr_cli_double(colon + 1, 0, &x);
+    free(d);
+    if (!ok)
+        return nr_cli_bad_value(v);
+    note_no_effect(o, f, v);
+    return NULL;
+}
+
+static nr_status_t *no_effect_double(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    double x;
+    if (!nr_cli_double(v, 0, &x))
+        return nr_cli_bad_value(v);
+    note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* --http-header-forward-pattern, --grpc-header-forward-pattern: a pattern the frontend can
+ * compile (core/headers.h), refused here rather than after the models have loaded. */
+static nr_status_t *set_forward_pattern(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    nr_header_fwd_t *fwd;
+    nr_status_t *st = nr_header_fwd_new(f->name, v, &fwd);
+    if (st != NULL)
+        return st;
+    nr_header_fwd_free(fwd);
+    nr_opts_t *op = o;
+    if (f->name[0] == 'h')
+        op->http_header_forward = v;
+    else
+        op->grpc.header_forward = v;
+    return NULL;
+}
+
+/* --rate-limit: off is what nereid does; execution_count asks for the rate limiter. */
+static nr_status_t *set_rate_limit(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    if (!strcmp(v, "off"))
+        return NULL;
+    if (strcmp(v, "execution_count"))
+        return nr_status_new(NR_INVALID_ARG, "invalid argument for --rate-limit");
+    note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* --rate-limit-resource=<name>:<count>[:<device>] */
+static nr_status_t *add_rate_limit_resource(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    const char *c1 = strchr(v, ':');
+    long long n;
+    if (c1 == NULL || c1 == v)
+        return nr_status_new(NR_INVALID_ARG, "--rate-limit-resource option format is "
+                                             "'<resource_name>:<count>:<device>' or "
+                                             "'<resource_name>:<count>'. Got %s", v);
+    const char *c2 = strchr(c1 + 1, ':');
+    char *count = nr_strndup(c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
+    bool ok = nr_cli_int(count, 0, INT_MAX, &n) && (c2 == NULL || nr_cli_int(c2 + 1, 0, INT_MAX,
+                                                                             &n));
+    free(count);
+    if (!ok)
+        return nr_cli_bad_value(v);
+    note_no_effect(o, f, v);
+    return NULL;
+}
+
+/* --sagemaker-safe-port-range=<int>-<int> */
+static nr_status_t *no_effect_port_range(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    const char *dash = strchr(v, '-');
+    long long a, b;
+    char *lo = dash ? nr_strndup(v, (size_t)(dash - v)) : NULL;
+    bool ok = lo != NULL && nr_cli_int(lo, 0, 65535, &a) && nr_cli_int(dash + 1, 0, 65535, &b);
+    free(lo);
+    if (!ok)
+        return nr_cli_bad_value(v);
+    note_no_effect(o, f, v);
     return NULL;
 }
 
@@ -150,6 +354,12 @@ static const nr_cli_opt_t flag_table[] = {
     FN("model-store", add_repository, "=<path>", "The same as --model-repository"),
     INT("http-port", http_port, 0, 65535, "=<int>", "HTTP port (default 8000)"),
     STR("http-address", http_address, "=<addr>", "HTTP bind address (default 0.0.0.0)"),
+    BOOL("reuse-http-port", http_reuse_port, "=<bool>",
+         "Let other processes bind the HTTP port (default false)"),
+    FN("http-header-forward-pattern", set_forward_pattern, "=<re>",
+        "Headers whose names match become request parameters\n(string values)"),
+    FN("http-restricted-api", not_implemented, "=<apis>,<key>=<value>",
+       "Not implemented yet: refused"),
     INT("http-thread-count", http_threads, 1, 1024, "=<int>",
         "HTTP threads (default: one per CPU, at most 8)"),
     U64("http-max-input-size", http_max_input, 1, 1ll << 40, "=<int>",
@@ -196,9 +406,8 @@ static const nr_cli_opt_t flag_table[] = {
     INT("grpc-max-connection-age", grpc.max_connection_age_ms, 0, INT_MAX, "=<ms>", ""),
     INT("grpc-max-connection-age-grace", grpc.max_connection_age_grace_ms, 0, INT_MAX, "=<ms>",
         ""),
-    FN("grpc-header-forward-pattern", ignore, "=<re>",
-       "Accepted and ignored: no header is forwarded as a\n"
-       "request parameter yet"),
+    FN("grpc-header-forward-pattern", set_forward_pattern, "=<re>",
+        "Headers whose names match become request parameters\n(string values)"),
     FN("grpc-restricted-protocol", not_implemented, "=<protocols>:<key>=<value>",
        "Not implemented yet: refused"),
     FLAG("disable-auto-complete-config", set_no_autocomplete,
@@ -221,6 +430,8 @@ static const nr_cli_opt_t flag_table[] = {
         "Seconds between polls in poll mode (default 15)"),
     FN("load-model", add_load_model, "=<name>",
        "Explicit mode: load at start (repeatable; * alone: all)"),
+    INT("model-load-retry-count", model_load_retries, 0, INT_MAX, "=<int>",
+        "Tries more for a model version that fails to load\n(default 0)"),
     STR("id", id, "=<string>", "Server identifier (default triton)"),
     BOOL("inline-execution", inline_execution, "=<bool>",
          "nereid: run a request on its HTTP/gRPC thread when an\n"
@@ -256,7 +467,44 @@ static const nr_cli_opt_t flag_table[] = {
     FN("backend-config", add_backend_config, "=<backend>,<setting>=<value>",
        "A backend's setting (python: shm-default-byte-size,\n"
        "shm-growth-byte-size, stub-timeout-seconds); repeatable"),
-    FN("cache-directory", ignore_with_warning, "=<dir>", "Accepted and ignored"),
+    FN("cache-directory", no_effect_any, "=<dir>", ""),
+    /* accepted with a line saying what is not done (no_effect[]) */
+    FN("cache-config", no_effect_any, "=<cache>,<setting>=<value>",
+       "Accepted with a warning: no response cache yet"),
+    FN("response-cache-byte-size", no_effect_any, "=<int>", ""),
+    FN("rate-limit", set_rate_limit, "=execution_count|off",
+       "off (default); execution_count is accepted with a\nwarning: no rate limiter yet"),
+    FN("rate-limit-resource", add_rate_limit_resource, "=<name>:<count>[:<device>]", ""),
+    FN("trace-config", no_effect_any, "=[<mode>,]<setting>=<value>",
+       "Accepted with a warning: no tracing yet"),
+    FN("trace-file", no_effect_any, "=<path>", ""),
+    FN("trace-level", no_effect_any, "=<level>", ""),
+    FN("trace-rate", no_effect_int, "=<int>", ""),
+    FN("trace-count", no_effect_int, "=<int>", ""),
+    FN("trace-log-frequency", no_effect_int, "=<int>", ""),
+    FN("model-load-thread-count", no_effect_if_positive, "=<int>",
+       "Accepted; models load one at a time (a warning above 1)"),
+    FN("model-namespacing", no_effect_if_true, "=<bool>",
+       "false (default); true is accepted with a warning"),
+    FN("buffer-manager-thread-count", no_effect_if_positive, "=<int>", ""),
+    FN("pinned-memory-pool-byte-size", no_effect_any, "=<int>",
+       "GPU memory flags: accepted with a warning (nereid keeps\n"
+       "no memory pools; ONNX Runtime's providers do)"),
+    FN("cuda-memory-pool-byte-size", no_effect_device_pair, "=<device>:<int>", ""),
+    FN("cuda-virtual-address-size", no_effect_device_pair, "=<device>:<int>", ""),
+    FN("enable-peer-access", no_effect_if_true, "=<bool>", ""),
+    FN("min-supported-compute-capability", no_effect_double, "=<float>", ""),
+    FN("model-load-gpu-limit", no_effect_device_pair, "=<device>:<fraction>", ""),
+    FN("allow-sagemaker", no_effect_if_true, "=<bool>",
+       "SageMaker and Vertex AI flags: accepted with a warning\n(no such endpoints)"),
+    FN("sagemaker-port", no_effect_int, "=<int>", ""),
+    FN("sagemaker-safe-port-range", no_effect_port_range, "=<int>-<int>", ""),
+    FN("sagemaker-thread-count", no_effect_int, "=<int>", ""),
+    FN("allow-vertex-ai", no_effect_if_true, "=<bool>", ""),
+    FN("vertex-ai-port", no_effect_int, "=<int>", ""),
+    FN("vertex-ai-thread-count", no_effect_int, "=<int>", ""),
+    FN("vertex-ai-default-model", no_effect_any, "=<name>", ""),
+    FN("repoagent-directory", no_effect_any, "=<dir>", "Accepted with a warning: no agents"),
     FLAG("help", NULL, "This text"),
 };
 
@@ -314,6 +562,11 @@ void nr_opts_init(nr_opts_t *o)
 
 void nr_opts_free(nr_opts_t *o)
 {
+    for (size_t i = 0; i < o->n_notes; i++)
+        free(o->notes[i].text);
+    free(o->notes);
+    o->notes = NULL;
+    o->n_notes = 0;
     free(o->repos);
     free(o->load_models);
     o->repos = NULL;

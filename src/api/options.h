@@ -23,6 +23,11 @@
 #include <stdint.h>
 
 typedef struct {
+    const char *flag; /* the table's name */
+    char *text;       /* owned */
+} nr_opts_note_t;
+
+typedef struct {
     const char **repos;
     size_t n_repos;
     const char *http_address;
@@ -43,6 +48,13 @@ typedef struct {
     const char **load_models; /* --load-model */
     size_t n_load_models;
     int poll_secs;            /* --repository-poll-secs */
+    int model_load_retries;   /* --model-load-retry-count */
+    bool http_reuse_port;     /* --reuse-http-port */
+    const char *http_header_forward; /* --http-header-forward-pattern (NULL: none) */
+    /* Flags accepted without their effect here (no GPU, a part nereid does not have, or one
+     * not built yet): a warning line each, once per flag, printed at start (nr_boot_start). */
+    nr_opts_note_t *notes;
+    size_t n_notes;
     const char *log_file;
     bool log_info, log_warn, log_error; /* copied into nr_log_settings once parsed */
     int log_verbose;
@@ -52,7 +64,8 @@ typedef struct {
 
 /* Triton's defaults for every option. */
 void nr_opts_init(nr_opts_t *o);
-/* Frees what the options own (the repository and --load-model lists; strings are borrowed). */
+/* Frees what the options own (the repository and --load-model lists, the notes; strings are
+ * borrowed). */
 void nr_opts_free(nr_opts_t *o);
 /* The table (usage order). */
 const nr_cli_opt_t *nr_opts_flags(size_t *n);

@@ -112,7 +112,7 @@ void nr_cli_usage(FILE *f, const nr_cli_opt_t *t, size_t n)
             continue;
         int w = fprintf(f, "  --%s%s", t[i].name, t[i].arg ? t[i].arg : "");
         const char *h = t[i].help;
-        if (w >= HELP_COLUMN - 1) {
+        if (w >= HELP_COLUMN - 1 && h[0] != '\0') {
             fputc('\n', f);
             w = 0;
         }

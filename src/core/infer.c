@@ -97,6 +97,18 @@ void nr_infer_param(nr_infer_t *inf, const nr_param_t *p)
      * ignores them too for a model without one */
 }
 
+void nr_infer_header(nr_infer_t *inf, const nr_header_fwd_t *fwd, const char *name,
+                     size_t name_len, const char *value, size_t value_len)
+{
+    if (fwd == NULL || !nr_header_fwd_match(fwd, name, name_len))
+        return;
+    nr_buf_t str;
+    nr_buf_init(&str);
+    nr_buf_json_str(&str, value, value_len);
+    nr_req_add_param(inf->req, name, name_len, str.data, str.len);
+    nr_buf_free(&str);
+}
+
 /* ---- inputs and outputs ------------------------------------------------------------ */
 
 static nr_status_t *shm_lookup(nr_infer_t *inf, const char *region, size_t len, uint64_t offset,

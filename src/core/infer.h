@@ -15,6 +15,7 @@
 #ifndef NR_INFER_H
 #define NR_INFER_H
 
+#include "headers.h"
 #include "kserve.h"
 #include "model.h"
 #include "server.h"
@@ -82,6 +83,10 @@ char *nr_infer_keep(nr_infer_t *inf, char *buf);
  * for the backend; sequence_id, sequence_start, sequence_end are kept by nobody (no sequence
  * batcher). */
 void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);
+/* A header of the request: a string parameter of that name when fwd matches it
+ * (core/headers.h; fwd NULL: no forwarding, nothing happens). */
+void nr_infer_header(nr_infer_t *inf, const nr_header_fwd_t *fwd, const char *name,
+                     size_t name_len, const char *value, size_t value_len);
 
 /* ---- inputs and outputs ------------------------------------------------------------ */
 

@@ -1068,6 +1068,15 @@ static void load_unlocked(nr_repo_t *repo, load_t *L)
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", L->dir, L->v[i],
                                L->g->cfg->default_model_filename);
         nr_status_t *st = nr_model_load(m, L->dir, mp, repo->opts.cpu_count);
+        /* --model-load-retry-count: a failed version is loaded afresh, as many times more */
+        for (int k = 1; st != NULL && k <= repo->opts.load_retries; k++) {
+            NR_LOG_INFO("failed to load '%s' version %" PRId64 ": %s; retrying (%d of %d)",
+                        L->name, L->v[i], st->msg, k, repo->opts.load_retries);
+            nr_status_free(st);
+            free_model(m);
+            m = L->pv[i].m = new_model(repo, L->g, L->backend, L->v[i]);
+            st = nr_model_load(m, L->dir, mp, repo->opts.cpu_count);
+        }
         free(mp);
         if (st) {
             m->reason = status_reason(st);

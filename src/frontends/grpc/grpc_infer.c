@@ -416,6 +416,17 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
     return st;
 }
 
+void nr_grpc_infer_headers(nr_grpc_infer_t *inf, const nr_grpc_call_t *c)
+{
+    const nr_header_fwd_t *fwd = c->srv->fwd;
+    for (size_t i = 0; fwd != NULL && i < c->md.count; i++) {
+        const grpc_metadata *m = &c->md.metadata[i];
+        nr_infer_header(&inf->base, fwd, (const char *)GRPC_SLICE_START_PTR(m->key),
+                        GRPC_SLICE_LENGTH(m->key), (const char *)GRPC_SLICE_START_PTR(m->value),
+                        GRPC_SLICE_LENGTH(m->value));
+    }
+}
+
 static void response(nr_req_t *req, const nr_status_t *err, unsigned flags, void *arg)
 {
     nr_grpc_infer_t *inf = arg;
@@ -630,6 +641,7 @@ void nr_grpc_infer_start(nr_grpc_call_t *c)
     grpc_byte_buffer_destroy(c->payload); /* everything was copied out of it */
     c->payload = NULL;
     if (st == NULL) {
+        nr_grpc_infer_headers(inf, c);
         inf->owner = c;
         inf->on_done = unary_done;
         /* a model that may stop early when the client has gone is told (it costs an event) */

@@ -86,6 +86,7 @@ struct nr_grpc_server_s {
     atomic_int calls;             /* calls in progress */
     nr_grpc_tag_t shutdown_tag;
     _Atomic bool shutdown_done;
+    nr_header_fwd_t *fwd;         /* --grpc-header-forward-pattern, or NULL */
 };
 
 /* One call of a method, from the moment a client's call is matched to the
@@ -179,6 +180,9 @@ typedef struct nr_grpc_infer_s {
  * is refused once found (UNIMPLEMENTED, Triton's text). */
 NR_MUST_CHECK nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data,
                                                size_t len, bool stream, nr_grpc_infer_t **out);
+/* The call's metadata whose keys match --grpc-header-forward-pattern become the parsed
+ * request's string parameters (core/headers.h); nothing without the flag. */
+void nr_grpc_infer_headers(nr_grpc_infer_t *inf, const nr_grpc_call_t *c);
 /* Submits a parsed request; inf->on_done(inf) runs when it finished. */
 NR_MUST_CHECK nr_status_t *nr_grpc_infer_submit(nr_grpc_infer_t *inf);
 /* The serialized reply for a finished request: a ModelInferResponse, or a

@@ -485,6 +485,7 @@ static void free_server(nr_grpc_server_t *s)
     free(s->handles);
     free(s->threads);
     free(s->cqs);
+    nr_header_fwd_free(s->fwd);
     free(s);
 }
 
@@ -512,6 +513,12 @@ nr_status_t *nr_grpc_start(const nr_grpc_options_t *opts, nr_server_t *core,
     s->shutdown_tag.fn = on_shutdown;
 
     nr_status_t *st = NULL;
+    if (opts->header_forward != NULL && opts->header_forward[0] != '\0')
+        st = nr_header_fwd_new("grpc-header-forward-pattern", opts->header_forward, &s->fwd);
+    if (st != NULL) {
+        free_server(s);
+        return st;
+    }
     grpc_server_credentials *creds = credentials(&s->opts, &st);
     if (st != NULL) {
         free_server(s);

@@ -28,6 +28,7 @@ typedef struct {
     int threads;             /* --grpc-infer-thread-count: threads, each with its own
                                 completion queue (0: one) */
     bool reuse_port;         /* --reuse-grpc-port */
+    const char *header_forward; /* --grpc-header-forward-pattern (NULL: none) */
     nr_grpc_compression_t compression; /* --grpc-infer-response-compression-level */
     /* --grpc-keepalive-* and --grpc-http2-*, Triton's defaults when zeroed by
      * nr_grpc_options_default */

@@ -358,6 +358,7 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
                                  GRPC_SLICE_LENGTH(in), true, &inf);
     grpc_slice_unref(in);
     if (st == NULL) {
+        nr_grpc_infer_headers(inf, s->c); /* the stream's metadata, for each of its requests */
         inf->owner = e;
         inf->on_done = request_done;
         inf->on_response = request_response;

@@ -789,6 +789,12 @@ void nr_http_infer(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
 
 /* Parses, submits and answers (now, or once woken) the request in body (owned: mem when not
  * NULL, else body itself), in KServe's JSON or, for generate, translated to it. */
+static void forward_header(void *arg, const char *name, const char *value)
+{
+    nr_http_infer_t *inf = arg;
+    nr_infer_header(&inf->base, inf->srv->fwd, name, strlen(name), value, strlen(value));
+}
+
 static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_model_t *m,
                 char *body, char *mem, size_t len, bool generate)
 {
@@ -800,6 +806,8 @@ static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_mod
     inf->srv = s;
     nr_status_t *st = nr_http_infer_parse(inf, s->core, m, body, len,
                                           generate ? NULL : q->infer_header_len);
+    if (st == NULL && s->fwd != NULL && q->headers != NULL && q->headers->each != NULL)
+        q->headers->each(q->headers->ctx, forward_header, inf);
     if (st == NULL && generate && q->generate_stream) { /* answered now, sent as it comes */
         nr_http_stream_t *sse = inf->sse = nr_http_stream_new(&s->parked);
         inf->base.req->on_response = nr_http_generate_sse_response;

@@ -64,6 +64,7 @@ typedef struct {
     const char *content_encoding;        /* header values or NULL */
     const char *accept_encoding;
     const char *infer_header_len;        /* Inference-Header-Content-Length */
+    const struct nr_http_headers_s *headers; /* all of them (nr_http_headers_t) */
     nr_http_async_t *async; /* NULL: the handler answers before it returns */
 } nr_http_req_t;
 
@@ -165,13 +166,18 @@ struct nr_http_server_s {
     char *server_meta;         /* GET /v2 body, rendered once */
     size_t server_meta_len;
     nr_http_bulk_t bulk;       /* large inference requests (http_bulk.c) */
+    nr_header_fwd_t *fwd;      /* --http-header-forward-pattern, or NULL */
 };
 
-/* The headers a handler reads (values or NULL). */
-typedef struct {
+/* The headers a handler reads (values or NULL), and every header through `each` (NULL when
+ * the caller has none to give): fn(arg, name, value) for each, in the order received. */
+typedef struct nr_http_headers_s {
     const char *content_encoding;
     const char *accept_encoding;
     const char *infer_header_len; /* Inference-Header-Content-Length */
+    void (*each)(void *ctx, void (*fn)(void *arg, const char *name, const char *value),
+                 void *arg);
+    void *ctx;
 } nr_http_headers_t;
 
 /* A server without a daemon: options copied, metadata rendered.

@@ -486,6 +486,27 @@ static const char *header(struct MHD_Connection *c, const char *name)
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
+typedef struct {
+    void (*fn)(void *arg, const char *name, const char *value);
+    void *arg;
+} each_header_t;
+
+static enum MHD_Result each_header_one(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+    each_header_t *e = cls;
+    e->fn(e->arg, key, value ? value : "");
+    return MHD_YES;
+}
+
+/* nr_http_headers_t.each over a connection's request headers */
+static void each_header(void *ctx, void (*fn)(void *arg, const char *name, const char *value),
+                        void *arg)
+{
+    each_header_t e = {fn, arg};
+    MHD_get_connection_values(ctx, MHD_HEADER_KIND, each_header_one, &e);
+}
+
 /* The header is complete. A body's memory is reserved from its
  * Content-Length (the pages are touched only as bytes arrive; large blocks
  * are mmap'd by malloc) but counted against the server's body memory as it
@@ -619,6 +640,7 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.content_encoding = h->content_encoding;
     q.accept_encoding = h->accept_encoding;
     q.infer_header_len = h->infer_header_len;
+    q.headers = h;
     q.async = async;
     routes[m.id].fn(s, &q, r);
     if (q.body_owned == NULL) /* the handler took the body */
@@ -689,6 +711,8 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
         .content_encoding = header(c, MHD_HTTP_HEADER_CONTENT_ENCODING),
         .accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING),
         .infer_header_len = rq->ihcl,
+        .each = each_header,
+        .ctx = c,
     };
     atomic_store(&rq->state, ST_RUNNING);
     nr_http_conn_busy(c, true); /* (already, when its Content-Length was met) */
@@ -764,6 +788,7 @@ void nr_http_server_free(nr_http_server_t *s)
     pthread_cond_destroy(&s->bulk.cv);
     free(s->server_meta);
     free((char *)s->opts.address);
+    nr_header_fwd_free(s->fwd);
     free(s);
 }
 
@@ -796,6 +821,14 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
 {
     *out = NULL;
     nr_http_server_t *s = nr_http_server_new(opts, core);
+    if (opts->header_forward != NULL && opts->header_forward[0] != '\0') {
+        nr_status_t *st = nr_header_fwd_new("http-header-forward-pattern",
+                                            opts->header_forward, &s->fwd);
+        if (st != NULL) {
+            nr_http_server_free(s);
+            return st;
+        }
+    }
 
     struct sockaddr_storage ss;
     bool v6 = false;
@@ -841,6 +874,8 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        /* --reuse-http-port: SO_REUSEPORT, so servers started with it share the port */
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)(s->opts.reuse_port ? 1 : 0),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.idle_timeout_secs, MHD_OPTION_END);
     nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, opts->port, &s->port);
     if (st != NULL) {

@@ -22,6 +22,8 @@ typedef struct {
     int idle_timeout_secs;   /* --http-idle-timeout-secs; 0: never */
     int request_timeout_secs; /* --http-request-timeout-secs: header to whole body; 0: never */
     uint64_t body_memory_limit; /* --http-body-memory-limit: bodies held; 0: no limit */
+    bool reuse_port;         /* --reuse-http-port */
+    const char *header_forward; /* --http-header-forward-pattern (NULL: none) */
 } nr_http_options_t;
 
 typedef struct nr_http_server_s nr_http_server_t;

@@ -1,0 +1,250 @@
+"""Triton's launch surface (issue #39): every flag of `tritonserver --help` (2.51, recorded in
+data/triton_help.txt) starts nereid; each one nereid cannot honour here says so in exactly one
+warning line at start-up; the flags implemented so far do what Triton's do
+(--model-load-retry-count, --reuse-http-port, --http/--grpc-header-forward-pattern)."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from conftest import NereidServer, free_port, run_cli
+from e2e_util import get
+
+HELP = Path(__file__).resolve().parent / "data" / "triton_help.txt"
+
+# A value for each flag that asks for something (so that a flag nereid cannot honour must say
+# so); flags not listed here get "1".
+VALUES = {
+    "allow-sagemaker": "true", "allow-vertex-ai": "true", "enable-peer-access": "true",
+    "model-namespacing": "true", "rate-limit": "execution_count",
+    "rate-limit-resource": "R1:4:0", "cuda-memory-pool-byte-size": "0:67108864",
+    "cuda-virtual-address-size": "0:1073741824", "model-load-gpu-limit": "0:0.5",
+    "min-supported-compute-capability": "6.0", "sagemaker-safe-port-range": "8080-8090",
+    "cache-config": "local,size=1048576", "cache-directory": "/opt/tritonserver/caches",
+    "trace-config": "triton,file=/tmp/nereid-trace.json", "trace-file": "/tmp/t.json",
+    "trace-level": "TIMESTAMPS", "model-load-thread-count": "4",
+    "repoagent-directory": "/opt/tritonserver/repoagents", "vertex-ai-default-model": "simple",
+    "buffer-manager-thread-count": "2",
+}
+# What nereid does with the flag itself (these must not warn): the flags the test sets up the
+# server with, and the ones implemented with Triton's meaning.
+SETUP = {"model-repository", "model-store", "http-port", "http-address", "grpc-port",
+         "grpc-address", "metrics-port", "metrics-address", "help"}
+
+
+def triton_flags():
+    return sorted(set(re.findall(r"^  --([a-z0-9-]+)", HELP.read_text(), re.M)))
+
+
+def help_flags():
+    p = run_cli(["--help"])
+    text = (p.stdout + p.stderr).decode()
+    return set(re.findall(r"^  --([a-z0-9-]+)", text, re.M))
+
+
+def test_every_triton_flag_is_known():
+    """Each of the 87 flags of Triton 2.51's --help is in nereid's table (none exits 2)."""
+    flags = triton_flags()
+    assert len(flags) >= 80, flags
+    missing = [f for f in flags if f not in help_flags()]
+    assert missing == [], missing
+
+
+def warnings_of(log):
+    return [line for line in log.splitlines() if line.startswith("W")]
+
+
+def test_flags_without_effect_start_the_server_with_one_line_each(server_factory, repos):
+    """Every flag whose effect nereid does not have here, given once or twice, starts the
+    server; each says what is not done in exactly one warning line naming it; the server then
+    serves as usual."""
+    no_effect = ["allow-sagemaker", "sagemaker-port", "sagemaker-safe-port-range",
+                 "sagemaker-thread-count", "allow-vertex-ai", "vertex-ai-port",
+                 "vertex-ai-thread-count", "vertex-ai-default-model", "repoagent-directory",
+                 "cache-config", "cache-directory", "response-cache-byte-size", "rate-limit",
+                 "rate-limit-resource", "trace-config", "trace-file", "trace-level",
+                 "trace-rate", "trace-count", "trace-log-frequency",
+                 "pinned-memory-pool-byte-size", "cuda-memory-pool-byte-size",
+                 "cuda-virtual-address-size", "enable-peer-access",
+                 "min-supported-compute-capability", "model-load-gpu-limit",
+                 "buffer-manager-thread-count", "model-namespacing", "model-load-thread-count"]
+    args = [f"--{f}={VALUES.get(f, '1')}" for f in no_effect]
+    args += ["--trace-config=rate=100", "--cache-config=local,size=2048"]  # given twice
+    srv = server_factory([repos["repo_small"]], args, name="noeffect")
+    warns = warnings_of(srv.log)
+    for f in no_effect:
+        mine = [w for w in warns if f"] --{f}=" in w]
+        assert len(mine) == 1, (f, mine, warns)
+        assert "has no effect: " in mine[0], mine[0]
+    assert get(srv.port, "/v2/health/ready").status == 200
+
+
+def test_flags_at_their_defaults_say_nothing(server_factory, repos):
+    """A flag given with the value that asks for nothing (Triton's default where nereid does
+    the same) prints no line."""
+    args = ["--rate-limit=off", "--allow-sagemaker=false", "--allow-vertex-ai=false",
+            "--model-namespacing=false", "--enable-peer-access=false",
+            "--buffer-manager-thread-count=0", "--model-load-thread-count=1",
+            "--model-load-retry-count=0", "--reuse-http-port=false"]
+    srv = server_factory([repos["repo_small"]], args, name="defaults")
+    assert not any("has no effect" in w for w in warnings_of(srv.log)), warnings_of(srv.log)
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("rate-limit", "sometimes"), ("cuda-memory-pool-byte-size", "64"),
+    ("rate-limit-resource", "R1"), ("model-load-retry-count", "-1"),
+    ("http-header-forward-pattern", "my_header(["), ("grpc-header-forward-pattern", "*x"),
+    ("sagemaker-safe-port-range", "8080"), ("trace-rate", "often")])
+def test_bad_values_are_refused(repos, flag, value):
+    p = run_cli([f"--model-repository={repos['repo_small']}", f"--{flag}={value}"])
+    err = p.stderr.decode()
+    assert p.returncode != 0, err[-500:]
+    assert f'Bad option: "--{flag}".' in err, err[-800:]
+    assert "Started HTTPService" not in (p.stdout + p.stderr).decode()
+
+
+# ----------------------------------------------------------------------------- implemented
+
+FLAKY_INIT = '''import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    """Fails its first initialize (a marker file remembers it): loads on a retry."""
+    def initialize(self, args):
+        marker = os.path.join(args["model_repository"], "tried")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("first load fails on purpose")
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+'''
+
+# request.parameters() back as the output
+PARAMS = '''import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "PARAMS", np.array([r.parameters().encode()], dtype=np.object_))])
+            for r in requests]
+'''
+
+
+def python_model(repo, name, source, io):
+    d = Path(repo) / name
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n{io}\n')
+    (d / "1" / "model.py").write_text(source)
+
+
+FP32_IO = ('input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+           'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]')
+PARAMS_IO = ('input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+             'output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]')
+
+
+def test_model_load_retry_count(server_factory, tmp_path):
+    """A model whose first load fails is READY with --model-load-retry-count=1 (the retry is
+    logged), and stays UNAVAILABLE without it."""
+    for retries, ready in ((0, False), (1, True)):
+        repo = tmp_path / f"r{retries}"
+        python_model(repo, "flaky_init", FLAKY_INIT, FP32_IO)
+        srv = server_factory([repo], [f"--model-load-retry-count={retries}",
+                                      "--exit-on-error=false"], name=f"retry{retries}")
+        status = get(srv.port, "/v2/models/flaky_init/ready").status
+        assert status == (200 if ready else 400), (retries, status, srv.log_tail())
+        retried = "retrying (1 of 1)" in srv.log
+        assert retried == (retries == 1), srv.log_tail()
+        assert "first load fails on purpose" in srv.log
+
+
+def test_reuse_http_port(tmp_path, repos):
+    """Two servers given --reuse-http-port=true bind the same HTTP port; without the flag the
+    second cannot."""
+    port = free_port()
+    servers = []
+    try:
+        for i in range(2):
+            s = NereidServer([repos["repo_small"]], ["--reuse-http-port=true"],
+                             tmp_path / f"reuse{i}.log", port=port)
+            s.start()
+            servers.append(s)
+            s.wait_live()
+        third = NereidServer([repos["repo_small"]], [], tmp_path / "noreuse.log", port=port)
+        third.start()
+        rc = third.wait_exit(timeout=60)
+        assert rc != 0 and "already in use" in third.log, third.log[-1500:]
+    finally:
+        for s in servers:
+            assert s.stop() == 0, s.describe()
+
+
+def params_of(result):
+    return json.loads(result.as_numpy("PARAMS")[0])
+
+
+def test_header_forward_patterns(server_factory, tmp_path):
+    """Headers whose names match the pattern reach the model as string parameters, beside the
+    request's own parameters: HTTP names match case-insensitively (Triton's default); gRPC's
+    metadata keys are lower-case, so a case-sensitive (?-i) upper-case pattern forwards none."""
+    python_model(tmp_path / "repo", "params", PARAMS, PARAMS_IO)
+    srv = server_factory([tmp_path / "repo"], ["--http-header-forward-pattern=MY_HEADER.*",
+                                               "--grpc-header-forward-pattern=(?-i)MY_HEADER.*"],
+                         name="fwd")
+    headers = {"my_header_1": "my_value_1", "My_Header_2": 'quoted "x" and \\ backslash',
+               "header_3": "not forwarded"}
+    x = np.zeros(4, dtype=np.float32)
+    hc = httpclient.InferenceServerClient(srv.url)
+    inp = httpclient.InferInput("INPUT0", [4], "FP32")
+    inp.set_data_from_numpy(x)
+    got = params_of(hc.infer("params", [inp], headers=dict(headers), parameters={"k": 1}))
+    # (tritonclient sends header names in lower case: the upper-case pattern matched them)
+    assert got == {"k": 1, "my_header_1": "my_value_1",
+                   "my_header_2": 'quoted "x" and \\ backslash'}, got
+    gc = grpcclient.InferenceServerClient(srv.grpc_url)
+    ginp = grpcclient.InferInput("INPUT0", [4], "FP32")
+    ginp.set_data_from_numpy(x)
+    lower = {k.lower(): v for k, v in headers.items()}  # gRPC refuses upper-case keys
+    got = params_of(gc.infer("params", [ginp], headers=lower))
+    assert got == {}, got
+
+
+def test_grpc_header_forward_pattern_and_stream(server_factory, tmp_path):
+    """gRPC metadata matching the pattern is forwarded for unary calls and for every request
+    of a stream (the stream's metadata)."""
+    import queue
+    python_model(tmp_path / "repo", "params", PARAMS, PARAMS_IO)
+    srv = server_factory([tmp_path / "repo"], ["--grpc-header-forward-pattern=^my_"],
+                         name="gfwd")
+    x = np.zeros(4, dtype=np.float32)
+    gc = grpcclient.InferenceServerClient(srv.grpc_url)
+    ginp = grpcclient.InferInput("INPUT0", [4], "FP32")
+    ginp.set_data_from_numpy(x)
+    headers = {"my_a": "1", "xmy_b": "2"}
+    assert params_of(gc.infer("params", [ginp], headers=headers)) == {"my_a": "1"}
+    got = queue.Queue()
+    gc.start_stream(callback=lambda result, error: got.put((result, error)), headers={"my_s": "stream"})
+    for _ in range(2):
+        gc.async_stream_infer("params", [ginp])
+    for _ in range(2):
+        r, e = got.get(timeout=60)
+        assert e is None, e
+        assert params_of(r) == {"my_s": "stream"}
+    gc.stop_stream()
+    # the HTTP side has no pattern: nothing forwarded there
+    hc = httpclient.InferenceServerClient(srv.url)
+    inp = httpclient.InferInput("INPUT0", [4], "FP32")
+    inp.set_data_from_numpy(x)
+    assert params_of(hc.infer("params", [inp], headers={"my_a": "1"})) == {}
