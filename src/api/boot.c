@@ -228,6 +228,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .body_memory_limit = o->http_body_memory,
         .reuse_port = o->http_reuse_port,
         .header_forward = o->http_header_forward,
+        .restricted = o->http_restricted, /* copied by the frontend */
     };
     frontends_of(o, &b->ho, b->fe);
     if (!start_frontends(b->fe, b->core)) {

@@ -337,9 +337,14 @@ static nr_status_t *add_host_policy(void *o, const nr_cli_opt_t *f, const char *
     return w;
 }
 
-static nr_status_t *not_implemented(void *o, const nr_cli_opt_t *f, const char *v)
+/* --http-restricted-api, --grpc-restricted-protocol: "<api>[,<api>...]:<key>=<value>"
+ * (core/restrict.h); gRPC's key is checked with Triton's prefix. */
+static nr_status_t *add_restricted(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    return nr_status_new(NR_UNSUPPORTED, "error: --%s is not implemented yet", f->name);
+    nr_opts_t *op = o;
+    if (f->name[0] == 'h')
+        return nr_restrict_add(&op->http_restricted, v, "");
+    return nr_restrict_add(&op->grpc.restricted, v, "triton-grpc-protocol-");
 }
 
 #define INT(name, field, lo, hi, arg, help) {name, NR_CLI_INT, OPT(field), lo, hi, NULL, arg, help}
@@ -358,8 +363,10 @@ static const nr_cli_opt_t flag_table[] = {
          "Let other processes bind the HTTP port (default false)"),
     FN("http-header-forward-pattern", set_forward_pattern, "=<re>",
         "Headers whose names match become request parameters\n(string values)"),
-    FN("http-restricted-api", not_implemented, "=<apis>,<key>=<value>",
-       "Not implemented yet: refused"),
+    FN("http-restricted-api", add_restricted, "=<apis>:<key>=<value>",
+       "Serve the API groups listed (health, metadata,\ninference, shared-memory, model-config,\n"
+       "model-repository, statistics, trace, logging) only\nwith header <key>: <value>; "
+       "repeatable"),
     INT("http-thread-count", http_threads, 1, 1024, "=<int>",
         "HTTP threads (default: one per CPU, at most 8)"),
     U64("http-max-input-size", http_max_input, 1, 1ll << 40, "=<int>",
@@ -408,8 +415,8 @@ static const nr_cli_opt_t flag_table[] = {
         ""),
     FN("grpc-header-forward-pattern", set_forward_pattern, "=<re>",
         "Headers whose names match become request parameters\n(string values)"),
-    FN("grpc-restricted-protocol", not_implemented, "=<protocols>:<key>=<value>",
-       "Not implemented yet: refused"),
+    FN("grpc-restricted-protocol", add_restricted, "=<protocols>:<key>=<value>",
+       "The same for gRPC (header triton-grpc-protocol-<key>)"),
     FLAG("disable-auto-complete-config", set_no_autocomplete,
          "Require complete config.pbtxt files"),
     FN("strict-model-config", set_strict_model_config, "=<bool>",
@@ -567,6 +574,8 @@ void nr_opts_free(nr_opts_t *o)
     free(o->notes);
     o->notes = NULL;
     o->n_notes = 0;
+    nr_restrict_free(&o->http_restricted);
+    nr_restrict_free(&o->grpc.restricted);
     free(o->repos);
     free(o->load_models);
     o->repos = NULL;

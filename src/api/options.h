@@ -51,6 +51,7 @@ typedef struct {
     int model_load_retries;   /* --model-load-retry-count */
     bool http_reuse_port;     /* --reuse-http-port */
     const char *http_header_forward; /* --http-header-forward-pattern (NULL: none) */
+    nr_restrict_t http_restricted;   /* --http-restricted-api (owned) */
     /* Flags accepted without their effect here (no GPU, a part nereid does not have, or one
      * not built yet): a warning line each, once per flag, printed at start (nr_boot_start). */
     nr_opts_note_t *notes;

@@ -259,8 +259,19 @@ NR_TEST(options_and_requests_are_refused_with_the_servers_words)
                          NEREID_ERROR_INVALID_ARG,
                          "option '--exit-timeout-secs' requires an argument"));
     EXPECT_TRUE(error_is(nereid_options_set(o, "grpc-restricted-protocol", "x"),
-                         NEREID_ERROR_UNSUPPORTED,
-                         "error: --grpc-restricted-protocol is not implemented yet"));
+                         NEREID_ERROR_INVALID_ARG,
+                         "restricted api option format is '<api>[,<api>...]:<key>=<value>', "
+                         "got 'x'"));
+    EXPECT_TRUE(error_is(nereid_options_set(o, "http-restricted-api", "nosuch:k=v"),
+                         NEREID_ERROR_INVALID_ARG,
+                         "unknown restricted api 'nosuch' (allowed: health, metadata, "
+                         "inference, shared-memory, model-config, model-repository, "
+                         "statistics, trace, logging)"));
+    EXPECT_NULL(nereid_options_set(o, "http-restricted-api", "inference,health:k=v"));
+    EXPECT_TRUE(error_is(nereid_options_set(o, "http-restricted-api", "metadata,health:k2=v"),
+                         NEREID_ERROR_INVALID_ARG,
+                         "restricted api 'health' is given more than once (an api can be in "
+                         "one group only)"));
     nereid_server_t *s = NULL;
     EXPECT_TRUE(error_is(nereid_server_new(o, &s), NEREID_ERROR_INVALID_ARG,
                          "--model-repository must be specified"));

@@ -612,33 +612,41 @@ static nr_status_t *log_settings(nr_grpc_server_t *s, const ProtobufCMessage *re
 /* ---- the table -------------------------------------------------------------------------- */
 
 #define SVC "/inference.GRPCInferenceService/"
-#define UNARY(name, msg, fn) {SVC name, NR_GRPC_UNARY, &inference__##msg##__descriptor, fn}
-#define CONTROL(name, msg, fn) {SVC name, NR_GRPC_CONTROL, &inference__##msg##__descriptor, fn}
+#define UNARY(name, msg, fn, api) \
+    {SVC name, NR_GRPC_UNARY, &inference__##msg##__descriptor, fn, NR_API_##api}
+#define CONTROL(name, msg, fn, api) \
+    {SVC name, NR_GRPC_CONTROL, &inference__##msg##__descriptor, fn, NR_API_##api}
 
 const nr_grpc_method_t nr_grpc_methods[] = {
-    UNARY("ServerLive", server_live_request, server_live),
-    UNARY("ServerReady", server_ready_request, server_ready),
-    UNARY("ModelReady", model_ready_request, model_ready),
-    UNARY("ServerMetadata", server_metadata_request, server_metadata),
-    UNARY("ModelMetadata", model_metadata_request, model_metadata),
-    {SVC "ModelInfer", NR_GRPC_INFER, NULL, NULL},
-    {SVC "ModelStreamInfer", NR_GRPC_STREAM, NULL, NULL},
-    UNARY("ModelConfig", model_config_request, model_config),
-    UNARY("ModelStatistics", model_statistics_request, model_statistics),
-    UNARY("RepositoryIndex", repository_index_request, repository_index),
-    CONTROL("RepositoryModelLoad", repository_model_load_request, repository_load),
-    CONTROL("RepositoryModelUnload", repository_model_unload_request, repository_unload),
-    UNARY("SystemSharedMemoryStatus", system_shared_memory_status_request, shm_status),
-    UNARY("SystemSharedMemoryRegister", system_shared_memory_register_request, shm_register),
+    UNARY("ServerLive", server_live_request, server_live, HEALTH),
+    UNARY("ServerReady", server_ready_request, server_ready, HEALTH),
+    UNARY("ModelReady", model_ready_request, model_ready, HEALTH),
+    UNARY("ServerMetadata", server_metadata_request, server_metadata, METADATA),
+    UNARY("ModelMetadata", model_metadata_request, model_metadata, METADATA),
+    {SVC "ModelInfer", NR_GRPC_INFER, NULL, NULL, NR_API_INFERENCE},
+    {SVC "ModelStreamInfer", NR_GRPC_STREAM, NULL, NULL, NR_API_INFERENCE},
+    UNARY("ModelConfig", model_config_request, model_config, MODEL_CONFIG),
+    UNARY("ModelStatistics", model_statistics_request, model_statistics, STATISTICS),
+    UNARY("RepositoryIndex", repository_index_request, repository_index, MODEL_REPOSITORY),
+    CONTROL("RepositoryModelLoad", repository_model_load_request, repository_load,
+            MODEL_REPOSITORY),
+    CONTROL("RepositoryModelUnload", repository_model_unload_request, repository_unload,
+            MODEL_REPOSITORY),
+    UNARY("SystemSharedMemoryStatus", system_shared_memory_status_request, shm_status,
+          SHARED_MEMORY),
+    UNARY("SystemSharedMemoryRegister", system_shared_memory_register_request, shm_register,
+          SHARED_MEMORY),
     UNARY("SystemSharedMemoryUnregister", system_shared_memory_unregister_request,
-          shm_unregister),
-    UNARY("CudaSharedMemoryStatus", cuda_shared_memory_status_request, cuda_status),
-    UNARY("CudaSharedMemoryRegister", cuda_shared_memory_register_request, cuda_register),
+          shm_unregister, SHARED_MEMORY),
+    UNARY("CudaSharedMemoryStatus", cuda_shared_memory_status_request, cuda_status,
+          SHARED_MEMORY),
+    UNARY("CudaSharedMemoryRegister", cuda_shared_memory_register_request, cuda_register,
+          SHARED_MEMORY),
     UNARY("CudaSharedMemoryUnregister", cuda_shared_memory_unregister_request,
-          cuda_unregister),
-    UNARY("TraceSetting", trace_setting_request, trace_setting),
-    UNARY("LogSettings", log_settings_request, log_settings),
+          cuda_unregister, SHARED_MEMORY),
+    UNARY("TraceSetting", trace_setting_request, trace_setting, TRACE),
+    UNARY("LogSettings", log_settings_request, log_settings, LOGGING),
     {"/grpc.health.v1.Health/Check", NR_GRPC_UNARY,
-     &grpc__health__v1__health_check_request__descriptor, health_check},
+     &grpc__health__v1__health_check_request__descriptor, health_check, NR_API_HEALTH},
 };
 const size_t nr_grpc_n_methods = sizeof(nr_grpc_methods) / sizeof(nr_grpc_methods[0]);

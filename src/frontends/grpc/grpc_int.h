@@ -71,6 +71,7 @@ typedef struct {
     nr_grpc_kind_t kind;
     const ProtobufCMessageDescriptor *req; /* unary: the request type */
     nr_grpc_unary_fn fn;                   /* unary only */
+    nr_api_t api;                          /* its restricted API group (core/restrict.h) */
 } nr_grpc_method_t;
 
 struct nr_grpc_server_s {

@@ -307,6 +307,24 @@ static void run_control(nr_grpc_call_t *c, const nr_grpc_method_t *m)
     pthread_attr_destroy(&attr);
 }
 
+/* --grpc-restricted-protocol: whether the call's metadata has its group's key and value */
+static bool restriction_met(const nr_grpc_server_t *s, const nr_grpc_call_t *c, nr_api_t api)
+{
+    const char *key = nr_restrict_key(&s->opts.restricted, api);
+    if (key == NULL)
+        return true;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_metadata *md = &c->md.metadata[i];
+        if (GRPC_SLICE_LENGTH(md->key) == klen &&
+            !memcmp(GRPC_SLICE_START_PTR(md->key), key, klen))
+            return nr_restrict_allows(&s->opts.restricted, api,
+                                      (const char *)GRPC_SLICE_START_PTR(md->value),
+                                      GRPC_SLICE_LENGTH(md->value));
+    }
+    return nr_restrict_allows(&s->opts.restricted, api, NULL, 0);
+}
+
 static void on_new_call(nr_grpc_tag_t *t, bool ok)
 {
     nr_grpc_call_t *c = CONTAINER(t, nr_grpc_call_t, on_new);
@@ -323,6 +341,10 @@ static void on_new_call(nr_grpc_tag_t *t, bool ok)
         return;
     }
     const nr_grpc_method_t *m = &nr_grpc_methods[c->method];
+    if (!restriction_met(s, c, m->api)) {
+        nr_grpc_finish(c, NULL, nr_restrict_refusal(&s->opts.restricted, m->api, true), false);
+        return;
+    }
     switch (m->kind) {
     case NR_GRPC_UNARY: run_unary(c, m); break;
     case NR_GRPC_CONTROL: run_control(c, m); break;
@@ -486,6 +508,7 @@ static void free_server(nr_grpc_server_t *s)
     free(s->threads);
     free(s->cqs);
     nr_header_fwd_free(s->fwd);
+    nr_restrict_free(&s->opts.restricted);
     free(s);
 }
 
@@ -504,6 +527,7 @@ nr_status_t *nr_grpc_start(const nr_grpc_options_t *opts, nr_server_t *core,
     s->opts.server_cert = dup_or_null(opts->server_cert);
     s->opts.server_key = dup_or_null(opts->server_key);
     s->opts.root_cert = dup_or_null(opts->root_cert);
+    nr_restrict_copy(&s->opts.restricted, &opts->restricted);
     if (s->opts.infer_pool < 1)
         s->opts.infer_pool = 1;
     s->core = core;

@@ -8,6 +8,7 @@
 
 #include "../../common/status.h"
 #include "../../core/frontend.h"
+#include "../../core/restrict.h"
 #include "../../core/server.h"
 
 #include <stdbool.h>
@@ -29,6 +30,7 @@ typedef struct {
                                 completion queue (0: one) */
     bool reuse_port;         /* --reuse-grpc-port */
     const char *header_forward; /* --grpc-header-forward-pattern (NULL: none) */
+    nr_restrict_t restricted; /* --grpc-restricted-protocol (the server keeps a copy) */
     nr_grpc_compression_t compression; /* --grpc-infer-response-compression-level */
     /* --grpc-keepalive-* and --grpc-http2-*, Triton's defaults when zeroed by
      * nr_grpc_options_default */

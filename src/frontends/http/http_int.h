@@ -169,14 +169,16 @@ struct nr_http_server_s {
     nr_header_fwd_t *fwd;      /* --http-header-forward-pattern, or NULL */
 };
 
-/* The headers a handler reads (values or NULL), and every header through `each` (NULL when
- * the caller has none to give): fn(arg, name, value) for each, in the order received. */
+/* The headers a handler reads (values or NULL), and every header through `each` and `lookup`
+ * (NULL when the caller has none to give): fn(arg, name, value) for each, in the order
+ * received; lookup(ctx, name) one (case-insensitive name) or NULL. */
 typedef struct nr_http_headers_s {
     const char *content_encoding;
     const char *accept_encoding;
     const char *infer_header_len; /* Inference-Header-Content-Length */
     void (*each)(void *ctx, void (*fn)(void *arg, const char *name, const char *value),
                  void *arg);
+    const char *(*lookup)(void *ctx, const char *name); /* one by name, or NULL */
     void *ctx;
 } nr_http_headers_t;
 

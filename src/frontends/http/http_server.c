@@ -68,34 +68,36 @@ static void h_ready(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 static void h_generate(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* The routing table: which method each path pattern takes (`post_too`: POST
- * as well), who answers it, and whether its body is read (others are
- * drained and dropped). */
+ * as well), who answers it, whether its body is read (others are drained and
+ * dropped), and its restricted API group (--http-restricted-api). */
 static const struct {
     const char *method;
     handler_fn fn;
     bool body;
     bool post_too;
+    nr_api_t api;
 } routes[] = {
-    [R_NONE] = {NULL, NULL, false},
-    [R_SERVER_META] = {"GET", h_server_meta, false},
-    [R_LIVE] = {"GET", h_live, false},
-    [R_READY] = {"GET", h_ready, false},
-    [R_ALL_STATS] = {"GET", nr_http_model_stats, false},
-    [R_MODEL_META] = {"GET", nr_http_model_metadata, false},
-    [R_MODEL_READY] = {"GET", nr_http_model_ready, false},
-    [R_MODEL_CONFIG] = {"GET", nr_http_model_config, false},
-    [R_MODEL_STATS] = {"GET", nr_http_model_stats, false},
-    [R_INFER] = {"POST", nr_http_infer, true},
-    [R_GENERATE] = {"POST", h_generate, true},
-    [R_REPO_INDEX] = {"POST", nr_http_repo_index, true},
-    [R_REPO_CONTROL] = {"POST", nr_http_repo_control, true},
-    [R_SHM_STATUS] = {"GET", nr_http_shm_status, false},
-    [R_SHM_REGISTER] = {"POST", nr_http_shm_register, true},
-    [R_SHM_UNREGISTER] = {"POST", nr_http_shm_unregister, false},
-    [R_CUDA_STATUS] = {"GET", nr_http_cuda_status, false},
-    [R_CUDA_REGISTER] = {"POST", nr_http_cuda_register, false},
-    [R_CUDA_UNREGISTER] = {"POST", nr_http_cuda_unregister, false},
-    [R_LOGGING] = {"GET", nr_http_logging, true, true},
+    [R_NONE] = {NULL, NULL, false, false, NR_API_NONE},
+    [R_SERVER_META] = {"GET", h_server_meta, false, false, NR_API_METADATA},
+    [R_LIVE] = {"GET", h_live, false, false, NR_API_HEALTH},
+    [R_READY] = {"GET", h_ready, false, false, NR_API_HEALTH},
+    [R_ALL_STATS] = {"GET", nr_http_model_stats, false, false, NR_API_STATISTICS},
+    [R_MODEL_META] = {"GET", nr_http_model_metadata, false, false, NR_API_METADATA},
+    [R_MODEL_READY] = {"GET", nr_http_model_ready, false, false, NR_API_HEALTH},
+    [R_MODEL_CONFIG] = {"GET", nr_http_model_config, false, false, NR_API_MODEL_CONFIG},
+    [R_MODEL_STATS] = {"GET", nr_http_model_stats, false, false, NR_API_STATISTICS},
+    [R_INFER] = {"POST", nr_http_infer, true, false, NR_API_INFERENCE},
+    [R_GENERATE] = {"POST", h_generate, true, false, NR_API_INFERENCE},
+    [R_REPO_INDEX] = {"POST", nr_http_repo_index, true, false, NR_API_MODEL_REPOSITORY},
+    [R_REPO_CONTROL] = {"POST", nr_http_repo_control, true, false, NR_API_MODEL_REPOSITORY},
+    [R_SHM_STATUS] = {"GET", nr_http_shm_status, false, false, NR_API_SHARED_MEMORY},
+    [R_SHM_REGISTER] = {"POST", nr_http_shm_register, true, false, NR_API_SHARED_MEMORY},
+    [R_SHM_UNREGISTER] = {"POST", nr_http_shm_unregister, false, false, NR_API_SHARED_MEMORY},
+    [R_CUDA_STATUS] = {"GET", nr_http_cuda_status, false, false, NR_API_SHARED_MEMORY},
+    [R_CUDA_REGISTER] = {"POST", nr_http_cuda_register, false, false, NR_API_SHARED_MEMORY},
+    [R_CUDA_UNREGISTER] = {"POST", nr_http_cuda_unregister, false, false,
+                           NR_API_SHARED_MEMORY},
+    [R_LOGGING] = {"GET", nr_http_logging, true, true, NR_API_LOGGING},
 };
 
 static bool allowed(route_id_t id, const char *method)
@@ -499,6 +501,12 @@ static enum MHD_Result each_header_one(void *cls, enum MHD_ValueKind kind, const
     return MHD_YES;
 }
 
+/* nr_http_headers_t.lookup: a request header of the connection (names case-insensitive) */
+static const char *lookup_header(void *ctx, const char *name)
+{
+    return header(ctx, name);
+}
+
 /* nr_http_headers_t.each over a connection's request headers */
 static void each_header(void *ctx, void (*fn)(void *arg, const char *name, const char *value),
                         void *arg)
@@ -619,6 +627,16 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
         nr_http_error_msg(r, 405, "Method Not Allowed");
         return;
     }
+    const char *key = nr_restrict_key(&s->opts.restricted, routes[m.id].api);
+    if (key != NULL) { /* --http-restricted-api: Triton's 403 without the group's header */
+        const char *v = h->lookup != NULL ? h->lookup(h->ctx, key) : NULL;
+        if (!nr_restrict_allows(&s->opts.restricted, routes[m.id].api, v, v ? strlen(v) : 0)) {
+            nr_status_t *st = nr_restrict_refusal(&s->opts.restricted, routes[m.id].api, false);
+            nr_http_error_msg(r, 403, st->msg);
+            nr_status_free(st);
+            return;
+        }
+    }
     if (m.bad_version) {
         int64_t v;
         nr_http_error(r, nr_kserve_parse_version(m.vstr, m.vlen, NR_VERSION_STOLL, &v));
@@ -712,6 +730,7 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
         .accept_encoding = header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING),
         .infer_header_len = rq->ihcl,
         .each = each_header,
+        .lookup = lookup_header,
         .ctx = c,
     };
     atomic_store(&rq->state, ST_RUNNING);
@@ -789,6 +808,7 @@ void nr_http_server_free(nr_http_server_t *s)
     free(s->server_meta);
     free((char *)s->opts.address);
     nr_header_fwd_free(s->fwd);
+    nr_restrict_free(&s->opts.restricted);
     free(s);
 }
 
@@ -797,6 +817,7 @@ nr_http_server_t *nr_http_server_new(const nr_http_options_t *opts, nr_server_t 
     nr_http_server_t *s = nr_calloc(1, sizeof(*s));
     s->opts = *opts;
     s->opts.address = nr_strdup(opts->address ? opts->address : "0.0.0.0");
+    nr_restrict_copy(&s->opts.restricted, &opts->restricted);
     if (s->opts.max_input_size == 0)
         s->opts.max_input_size = NR_DEFAULT_HTTP_MAX_INPUT;
     if (s->opts.body_memory_limit == 0)

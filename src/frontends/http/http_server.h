@@ -7,6 +7,7 @@
 
 #include "../../common/status.h"
 #include "../../core/frontend.h"
+#include "../../core/restrict.h"
 #include "../../core/server.h"
 
 #include <stdbool.h>
@@ -24,6 +25,7 @@ typedef struct {
     uint64_t body_memory_limit; /* --http-body-memory-limit: bodies held; 0: no limit */
     bool reuse_port;         /* --reuse-http-port */
     const char *header_forward; /* --http-header-forward-pattern (NULL: none) */
+    nr_restrict_t restricted; /* --http-restricted-api (the server keeps a copy) */
 } nr_http_options_t;
 
 typedef struct nr_http_server_s nr_http_server_t;
