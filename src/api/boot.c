@@ -180,6 +180,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
     *frontend_failed = false;
     for (size_t i = 0; i < o->n_notes; i++)
         NR_LOG_WARN("%s", o->notes[i].text);
+    nr_backend_config_check();
     http_limits(o);
     nr_status_t *st = check_options(o);
     if (st != NULL)

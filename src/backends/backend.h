@@ -167,6 +167,9 @@ typedef struct nr_backend_s {
     /* Its models may ask whether a request's client has gone (nr_host_t.is_cancelled): a
      * frontend then watches for it where that costs (a gRPC unary call's close). */
     bool sees_cancellation;
+    /* The --backend-config keys it reads (NULL-terminated): any other is said to be ignored
+     * when the server starts (nr_backend_config_check). */
+    const char *const *config_keys;
 } nr_backend_t;
 
 /* registry.c: the static list of backends. */
@@ -181,5 +184,8 @@ const char *nr_backend_directory(void);
  * else the global one, else NULL). Set at start, before any model loads. */
 NR_MUST_CHECK nr_status_t *nr_backend_config_add(const char *arg);
 const char *nr_backend_config(const char *backend, const char *key);
+/* One warning line for each --backend-config setting no backend reads (an unknown backend, or
+ * a key its backend does not have): such a setting is ignored, and says so. At start. */
+void nr_backend_config_check(void);
 
 #endif

@@ -5,6 +5,7 @@
 #include "backend.h"
 
 #include "../common/alloc.h"
+#include "../common/log.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -56,6 +57,37 @@ nr_status_t *nr_backend_config_add(const char *arg)
         .value = nr_strdup(eq + 1),
     };
     return NULL;
+}
+
+/* Keys every backend takes (Triton's core hands them to each). */
+static const char *const global_keys[] = {"default-max-batch-size", NULL};
+
+static bool listed(const char *const *keys, const char *key)
+{
+    for (size_t i = 0; keys != NULL && keys[i] != NULL; i++)
+        if (!strcmp(keys[i], key))
+            return true;
+    return false;
+}
+
+void nr_backend_config_check(void)
+{
+    for (size_t i = 0; i < g_n_settings; i++) {
+        const setting_t *t = &g_settings[i];
+        if (t->backend[0] == '\0') {
+            if (!listed(global_keys, t->key))
+                NR_LOG_WARN("--backend-config=%s=%s has no effect: no backend has a setting "
+                            "'%s'", t->key, t->value, t->key);
+            continue;
+        }
+        const nr_backend_t *b = nr_backend_find(t->backend);
+        if (b == NULL)
+            NR_LOG_WARN("--backend-config=%s,%s=%s has no effect: nereid has no backend '%s' "
+                        "(onnxruntime, python)", t->backend, t->key, t->value, t->backend);
+        else if (!listed(b->config_keys, t->key) && !listed(global_keys, t->key))
+            NR_LOG_WARN("--backend-config=%s,%s=%s has no effect: the %s backend has no "
+                        "setting '%s'", t->backend, t->key, t->value, t->backend, t->key);
+    }
 }
 
 const char *nr_backend_config(const char *backend, const char *key)

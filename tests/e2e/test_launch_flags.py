@@ -235,7 +235,8 @@ def test_grpc_header_forward_pattern_and_stream(server_factory, tmp_path):
     headers = {"my_a": "1", "xmy_b": "2"}
     assert params_of(gc.infer("params", [ginp], headers=headers)) == {"my_a": "1"}
     got = queue.Queue()
-    gc.start_stream(callback=lambda result, error: got.put((result, error)), headers={"my_s": "stream"})
+    gc.start_stream(callback=lambda result, error: got.put((result, error)),
+                    headers={"my_s": "stream"})
     for _ in range(2):
         gc.async_stream_infer("params", [ginp])
     for _ in range(2):
@@ -392,3 +393,69 @@ def test_restricted_flag_values_refused(repos):
     p = run_cli([f"--model-repository={repos['repo_small']}",
                  "--grpc-restricted-protocol=health:a=1", "--grpc-restricted-protocol=health:b=2"])
     assert p.returncode != 0 and b"given more than once" in p.stderr, p.stderr[-500:]
+
+
+# ----------------------------------------------------------------------------- --backend-config
+
+def _copies_with_threads(repo_small, dest, n):
+    """n copies of identity_fp32, each asking for 4 intra-op threads of its own."""
+    import shutil
+    src = Path(repo_small) / "identity_fp32"
+    for i in range(n):
+        d = dest / f"ident{i}"
+        shutil.copytree(src, d)
+        cfg = (d / "config.pbtxt").read_text().replace('name: "identity_fp32"', f'name: "ident{i}"')
+        cfg += '\nparameters { key: "intra_op_thread_count" value: { string_value: "4" } }\n'
+        (d / "config.pbtxt").write_text(cfg)
+
+
+def _threads(srv):
+    return len(list(Path(f"/proc/{srv.proc.pid}/task").iterdir()))
+
+
+def test_onnxruntime_global_threadpool(server_factory, repos, tmp_path):
+    """--backend-config=onnxruntime,enable-global-threadpool=1: every session runs on one
+    intra-op pool (intra_op_thread_count) instead of pools of its own: six models that each
+    ask for four intra-op threads start 18 threads without it and 3 with it; they all answer."""
+    _copies_with_threads(repos["repo_small"], tmp_path / "repo", 6)
+    counts = {}
+    for mode, args in (("own", []), ("global", [
+            "--backend-config=onnxruntime,enable-global-threadpool=1",
+            "--backend-config=onnxruntime,intra_op_thread_count=4",
+            "--backend-config=onnxruntime,inter_op_thread_count=1"])):
+        srv = server_factory([tmp_path / "repo"], args, name=f"tp_{mode}")
+        c = httpclient.InferenceServerClient(srv.url)
+        for i in range(6):
+            x = np.arange(4, dtype=np.float32).reshape(1, 4)
+            inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
+            inp.set_data_from_numpy(x)
+            np.testing.assert_array_equal(c.infer(f"ident{i}", [inp]).as_numpy("OUTPUT0"), x)
+        counts[mode] = _threads(srv)
+        assert ("one global thread pool" in srv.log) == (mode == "global"), srv.log_tail()
+        assert srv.stop() == 0
+    assert counts["global"] + 12 <= counts["own"], counts
+
+
+def test_default_max_batch_size(server_factory, repos):
+    """--backend-config=onnxruntime,default-max-batch-size=8: a model without a config gets
+    max_batch_size 8 from autocomplete (and Triton's warning with that number)."""
+    srv = server_factory([repos["repo_strict"]],
+                         ["--backend-config=onnxruntime,default-max-batch-size=8"], name="dmbs")
+    cfg = get(srv.port, "/v2/models/simple_noconfig/config").json()
+    assert cfg["max_batch_size"] == 8, cfg
+    assert "autofilled max_batch_size to 8 for model 'simple_noconfig'" in srv.log
+
+
+def test_backend_config_without_effect_says_so(server_factory, repos):
+    """A setting no backend reads is one warning line: an unknown key of a known backend, a
+    backend nereid does not have, a global key no backend takes; the known ones print none."""
+    args = ["--backend-config=onnxruntime,bogus=1",
+            "--backend-config=tensorrt,coalesce-request-input=1", "--backend-config=nosuch=2",
+            "--backend-config=python,stub-timeout-seconds=40",
+            "--backend-config=default-max-batch-size=4"]
+    srv = server_factory([repos["repo_small"]], args, name="bcfg")
+    warns = [w for w in warnings_of(srv.log) if "--backend-config=" in w]
+    assert len(warns) == 3, warns
+    assert "the onnxruntime backend has no setting 'bogus'" in warns[0]
+    assert "nereid has no backend 'tensorrt'" in warns[1]
+    assert "no backend has a setting 'nosuch'" in warns[2]

@@ -158,7 +158,7 @@ static nr_status_t *complete_max_batch(nr_model_config_t *cfg, const nr__ort_ios
         return NULL;
     }
     if (cfg->max_batch_size == 0) {
-        cfg->max_batch_size = NR_ORT_DEFAULT_MAX_BATCH_SIZE;
+        cfg->max_batch_size = nr__ort_default_max_batch();
         NR_LOG_WARN("autofilled max_batch_size to %d for model '%s' since batching is supporrted "
                     "but no max_batch_size is specified in model configuration. Must specify "
                     "max_batch_size to utilize autofill with a larger max batch size",

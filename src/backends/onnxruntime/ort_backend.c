@@ -20,6 +20,7 @@
 #include "ort_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/cli.h"
 #include "../../common/log.h"
 
 #include <dlfcn.h>
@@ -99,6 +100,65 @@ static const OrtApiBase *open_library(void)
     return base;
 }
 
+/* --backend-config=onnxruntime,<key>=<value>: an integer setting (Triton's ParseIntValue), or
+ * def when not given or not a number (said once, at init). */
+static int int_setting(const char *key, int lo, int def)
+{
+    const char *v = nr_backend_config("onnxruntime", key);
+    long long n;
+    if (v == NULL)
+        return def;
+    if (!nr_cli_int(v, lo, INT_MAX, &n)) {
+        NR_LOG_WARN("--backend-config=onnxruntime,%s=%s is not an integer of at least %d: "
+                    "%d is used", key, v, lo, def);
+        return def;
+    }
+    return (int)n;
+}
+
+static bool g_global_threads;
+static int g_default_max_batch = NR_ORT_DEFAULT_MAX_BATCH_SIZE;
+
+/* The environment, with the global thread pools when asked for (Triton's ONNX Runtime
+ * backend's enable-global-threadpool, intra_op_thread_count, inter_op_thread_count). */
+static OrtStatus *create_env(void)
+{
+    g_default_max_batch = int_setting("default-max-batch-size", 0,
+                                      NR_ORT_DEFAULT_MAX_BATCH_SIZE);
+    const char *g = nr_backend_config("onnxruntime", "enable-global-threadpool");
+    bool global = false;
+    if (g != NULL && !nr_cli_bool(g, &global))
+        NR_LOG_WARN("--backend-config=onnxruntime,enable-global-threadpool=%s is not a boolean: "
+                    "each session keeps its own threads", g);
+    if (!global)
+        return g_api->CreateEnvWithCustomLogger(ort_log, NULL, ORT_LOGGING_LEVEL_WARNING,
+                                                "nereid", &g_env);
+    int intra = int_setting("intra_op_thread_count", 0, 0);
+    int inter = int_setting("inter_op_thread_count", 0, 0);
+    OrtThreadingOptions *tp = NULL;
+    OrtStatus *st = g_api->CreateThreadingOptions(&tp);
+    if (!st)
+        st = g_api->SetGlobalIntraOpNumThreads(tp, intra);
+    if (!st)
+        st = g_api->SetGlobalInterOpNumThreads(tp, inter);
+    if (!st) /* as nereid's sessions by default: a worker sleeps when it has nothing to do */
+        st = g_api->SetGlobalSpinControl(tp, 0);
+    if (!st)
+        st = g_api->CreateEnvWithCustomLoggerAndGlobalThreadPools(
+            ort_log, NULL, ORT_LOGGING_LEVEL_WARNING, "nereid", tp, &g_env);
+    if (tp != NULL)
+        g_api->ReleaseThreadingOptions(tp);
+    if (!st) {
+        g_global_threads = true;
+        NR_LOG_INFO("ONNX Runtime: one global thread pool for every session (intra-op %d, "
+                    "inter-op %d threads; 0: ONNX Runtime's default)", intra, inter);
+    }
+    return st;
+}
+
+bool nr__ort_global_threads(void) { return g_global_threads; }
+int nr__ort_default_max_batch(void) { return g_default_max_batch; }
+
 static void init_once(void)
 {
     const OrtApiBase *base = open_library();
@@ -112,8 +172,7 @@ static void init_once(void)
                  g_library, ORT_API_VERSION, ORT_API_VERSION);
         return;
     }
-    OrtStatus *st = g_api->CreateEnvWithCustomLogger(ort_log, NULL, ORT_LOGGING_LEVEL_WARNING,
-                                                     "nereid", &g_env);
+    OrtStatus *st = create_env();
     if (st) {
         init_fail(st, "creating the ONNX Runtime environment");
         return;
@@ -554,6 +613,11 @@ static nr_status_t *ort_autocomplete(nr_model_config_t *cfg, const char *model_p
     return st ? st : nr__ort_autocomplete(cfg, model_path);
 }
 
+/* Triton's ONNX Runtime backend's --backend-config keys */
+static const char *const ort_config_keys[] = {
+    "default-max-batch-size", "enable-global-threadpool", "intra_op_thread_count",
+    "inter_op_thread_count", NULL};
+
 const nr_backend_t nr_ort_backend = {
     .name = "onnxruntime",
     .abi_version = NR_BACKEND_ABI_VERSION,
@@ -563,4 +627,5 @@ const nr_backend_t nr_ort_backend = {
     .execute = nr__ort_execute,
     .instance_destroy = ort_instance_destroy,
     .model_unload = ort_model_unload,
+    .config_keys = ort_config_keys,
 };

@@ -42,6 +42,12 @@ NR_MUST_CHECK nr_status_t *nr__ort_init(void);
 const OrtApi *nr__ort_api(void);
 OrtEnv *nr__ort_env(void);
 const OrtMemoryInfo *nr__ort_cpu_info(void);
+/* --backend-config=onnxruntime,enable-global-threadpool=1: one intra-op and one inter-op pool
+ * (intra_op_thread_count, inter_op_thread_count) shared by every session, made with the env;
+ * sessions then run without threads of their own (DisablePerSessionThreads). */
+bool nr__ort_global_threads(void);
+/* --backend-config=onnxruntime,default-max-batch-size (Triton's, for autocomplete; 4). */
+int nr__ort_default_max_batch(void);
 /* Converts and releases `st` ("onnx runtime error <code>: <msg>", INTERNAL). NULL -> NULL. */
 NR_MUST_CHECK nr_status_t *nr__ort_status(OrtStatus *st);
 /* true if `provider` (e.g. "OpenVINOExecutionProvider") is in this ORT build. */

@@ -565,9 +565,11 @@ static nr_status_t *set_threads_and_memory(OrtSessionOptions *so, const nr__ort_
     if (!st)
         st = nr__ort_status(api->SetSessionExecutionMode(
             so, o->execution_mode == 0 ? ORT_SEQUENTIAL : ORT_PARALLEL));
-    if (!st && intra > 0)
+    if (!st && nr__ort_global_threads()) /* the env's pools serve every session */
+        st = nr__ort_status(api->DisablePerSessionThreads(so));
+    else if (!st && intra > 0)
         st = nr__ort_status(api->SetIntraOpNumThreads(so, intra));
-    if (!st && o->worker_nice > 0 && intra > 1) {
+    if (!st && o->worker_nice > 0 && intra > 1 && !nr__ort_global_threads()) {
         st = nr__ort_status(api->SessionOptionsSetCustomCreateThreadFn(so, create_worker));
         if (!st)
             st = nr__ort_status(api->SessionOptionsSetCustomThreadCreationOptions(
@@ -575,7 +577,7 @@ static nr_status_t *set_threads_and_memory(OrtSessionOptions *so, const nr__ort_
         if (!st)
             st = nr__ort_status(api->SessionOptionsSetCustomJoinThreadFn(so, join_worker));
     }
-    if (!st && o->inter_op_threads > 0)
+    if (!st && o->inter_op_threads > 0 && !nr__ort_global_threads())
         st = nr__ort_status(api->SetInterOpNumThreads(so, o->inter_op_threads));
     if (!st)
         st = nr__ort_status(api->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", spin));

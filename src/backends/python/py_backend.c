@@ -1030,6 +1030,9 @@ static nr_status_t *run(py_inst_t *in, nr_batch_t *b, uint32_t *ids)
     return st;
 }
 
+static const char *const py_config_keys[] = {
+    "shm-default-byte-size", "shm-growth-byte-size", "stub-timeout-seconds", NULL};
+
 const nr_backend_t nr_python_backend = {
     .name = "python",
     .abi_version = NR_BACKEND_ABI_VERSION,
@@ -1040,4 +1043,5 @@ const nr_backend_t nr_python_backend = {
     .instance_destroy = py_instance_destroy,
     .model_unload = py_model_unload,
     .sees_cancellation = true, /* request.is_cancelled() */
+    .config_keys = py_config_keys,
 };
