@@ -6,6 +6,7 @@
 #include "api/options.h"
 #include "common/log.h"
 #include "core/host_policy.h"
+#include "core/rate_limit.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -126,5 +127,6 @@ int main(int argc, char **argv)
 out: /* the options' lists and the host policies: what every exit still holds */
     nr_opts_free(&o);
     nr_host_policy_clear();
+    nr_rl_clear();
     return rc;
 }

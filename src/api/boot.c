@@ -5,6 +5,7 @@
 #include "../common/cpus.h"
 #include "../common/log.h"
 #include "../common/net.h"
+#include "../core/rate_limit.h"
 #include "../core/repository.h"
 #include "../frontends/http/http_server.h"
 #include "../common/version.h"
@@ -181,6 +182,9 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
     for (size_t i = 0; i < o->n_notes; i++)
         NR_LOG_WARN("%s", o->notes[i].text);
     nr_backend_config_check();
+    if (nr_rl_has_resources() && !nr_rl_enabled())
+        NR_LOG_WARN("--rate-limit-resource has no effect: the rate limiter is off "
+                    "(--rate-limit=execution_count turns it on)");
     http_limits(o);
     nr_status_t *st = check_options(o);
     if (st != NULL)

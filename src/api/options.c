@@ -8,6 +8,7 @@
 #include "../common/log.h"
 #include "../core/headers.h"
 #include "../core/host_policy.h"
+#include "../core/rate_limit.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -129,10 +130,6 @@ static const struct {
      "the response cache is not implemented yet: every request runs its model"},
     {"response-cache-byte-size",
      "the response cache is not implemented yet: every request runs its model"},
-    {"rate-limit",
-     "the rate limiter is not implemented yet: an instance runs as soon as it is free"},
-    {"rate-limit-resource",
-     "the rate limiter is not implemented yet: an instance runs as soon as it is free"},
     {"trace-config", "tracing is not implemented yet: no trace is recorded"},
     {"trace-file", "tracing is not implemented yet: no trace is recorded"},
     {"trace-level", "tracing is not implemented yet: no trace is recorded"},
@@ -234,35 +231,19 @@ static nr_status_t *set_forward_pattern(void *o, const nr_cli_opt_t *f, const ch
     return NULL;
 }
 
-/* --rate-limit: off is what nereid does; execution_count asks for the rate limiter. */
+/* --rate-limit=execution_count|off (core/rate_limit.h; process-wide, as host policies) */
 static nr_status_t *set_rate_limit(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    if (!strcmp(v, "off"))
-        return NULL;
-    if (strcmp(v, "execution_count"))
+    if (strcmp(v, "off") && strcmp(v, "execution_count"))
         return nr_status_new(NR_INVALID_ARG, "invalid argument for --rate-limit");
-    note_no_effect(o, f, v);
+    nr_rl_set_enabled(!strcmp(v, "execution_count"));
     return NULL;
 }
 
 /* --rate-limit-resource=<name>:<count>[:<device>] */
 static nr_status_t *add_rate_limit_resource(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    const char *c1 = strchr(v, ':');
-    long long n;
-    if (c1 == NULL || c1 == v)
-        return nr_status_new(NR_INVALID_ARG, "--rate-limit-resource option format is "
-                                             "'<resource_name>:<count>:<device>' or "
-                                             "'<resource_name>:<count>'. Got %s", v);
-    const char *c2 = strchr(c1 + 1, ':');
-    char *count = nr_strndup(c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1));
-    bool ok = nr_cli_int(count, 0, INT_MAX, &n) && (c2 == NULL || nr_cli_int(c2 + 1, 0, INT_MAX,
-                                                                             &n));
-    free(count);
-    if (!ok)
-        return nr_cli_bad_value(v);
-    note_no_effect(o, f, v);
-    return NULL;
+    return nr_rl_add_resource(v);
 }
 
 /* --sagemaker-safe-port-range=<int>-<int> */
@@ -480,8 +461,10 @@ static const nr_cli_opt_t flag_table[] = {
        "Accepted with a warning: no response cache yet"),
     FN("response-cache-byte-size", no_effect_any, "=<int>", ""),
     FN("rate-limit", set_rate_limit, "=execution_count|off",
-       "off (default); execution_count is accepted with a\nwarning: no rate limiter yet"),
-    FN("rate-limit-resource", add_rate_limit_resource, "=<name>:<count>[:<device>]", ""),
+       "off (default); execution_count: instances run only\n"
+       "with the resources their rate_limiter names"),
+    FN("rate-limit-resource", add_rate_limit_resource, "=<name>:<count>[:<device>]",
+       "A resource's count (default: the most any instance\nasks for); repeatable"),
     FN("trace-config", no_effect_any, "=[<mode>,]<setting>=<value>",
        "Accepted with a warning: no tracing yet"),
     FN("trace-file", no_effect_any, "=<path>", ""),

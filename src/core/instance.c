@@ -13,6 +13,7 @@
 #include "../common/alloc.h"
 #include "../common/debug.h"
 #include "../common/log.h"
+#include "rate_limit.h"
 #include "scheduler.h"
 
 #include <pthread.h>
@@ -28,6 +29,7 @@ struct nr_instance_s {
     bool started;
     bool passive; /* loaded, never takes requests */
     const nr_host_policy_t *policy; /* applied to its thread, or NULL */
+    nr_rl_claim_t *claim;  /* the rate limiter's resources it runs with, or NULL */
     nr_req_t **reqs;       /* batch scratch, max_batch entries */
     nr_batch_item_t **items;
     size_t cap;
@@ -136,6 +138,8 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     nr_model_t *m = inst->model;
     NR_DEBUG_ASSERT(!atomic_exchange(&inst->running, true));
     nr_batch_t b = {.items = inst->items, .n = n};
+    if (inst->claim != NULL) /* --rate-limit: its resources first (the wait is queue time) */
+        nr_rl_acquire(inst->claim);
     uint64_t t_exec = nr_now_ns();
     for (size_t i = 0; i < n; i++) {
         nr_req_t *r = inst->reqs[i];
@@ -148,6 +152,8 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
         b.total_batch_size += r->batch_size;
     }
     nr_status_t *st = m->backend->execute(inst->state, &b);
+    if (inst->claim != NULL)
+        nr_rl_release(inst->claim);
     uint64_t t_end = nr_now_ns();
     bool decoupled = m->cfg->decoupled;
     if (b.input_end_ns < t_exec || b.input_end_ns > t_end)
@@ -284,6 +290,11 @@ void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy)
     inst->policy = policy;
 }
 
+void nr_inst_set_claim(nr_instance_t *inst, nr_rl_claim_t *claim)
+{
+    inst->claim = claim;
+}
+
 const nr_host_policy_t *nr_inst_policy(const nr_instance_t *inst)
 {
     return inst->policy;
@@ -310,6 +321,7 @@ void nr_inst_destroy(nr_instance_t *inst)
     if (inst->started)
         pthread_join(inst->thread, NULL);
     inst->model->backend->instance_destroy(inst->state);
+    nr_rl_claim_free(inst->claim);
     free(inst->reqs);
     free(inst->items);
     free(inst->name);

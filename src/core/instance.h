@@ -9,6 +9,7 @@
 #define NR_INSTANCE_H
 
 #include "host_policy.h"
+#include "rate_limit.h"
 #include "model.h"
 
 /* The backend's instance_create for model m (not started).
@@ -22,6 +23,9 @@ void nr_inst_set_passive(nr_instance_t *inst, bool passive);
 /* The host policy its thread applies when it starts (NULL: none). Call
  * before nr_inst_start. Context: the loading thread, before nr_inst_start. */
 void nr_inst_set_policy(nr_instance_t *inst, const nr_host_policy_t *policy);
+/* The rate limiter's claim it executes with (core/rate_limit.h; NULL: none); the instance
+ * owns it. Context: the loading thread, before nr_inst_start. */
+void nr_inst_set_claim(nr_instance_t *inst, nr_rl_claim_t *claim);
 /* Context: any thread (the policy does not change once the instance started). */
 const nr_host_policy_t *nr_inst_policy(const nr_instance_t *inst);
 /* Starts the thread; the instance then serves until the queue stops. A

@@ -123,6 +123,16 @@ static nr_status_t *create_instances(nr_model_t *m, int cpu_count)
                 nr_inst_set_policy(inst, policy);
                 if (policy != NULL) /* its work runs on its own (pinned) threads only */
                     m->allow_inline = false;
+                nr_rl_claim_t *claim = NULL;
+                st = nr_rl_claim_new(ig, dev, name, &claim);
+                if (st) {
+                    nr_inst_destroy(inst);
+                    return st;
+                }
+                if (claim != NULL) { /* waits for its resources on its own thread only */
+                    nr_inst_set_claim(inst, claim);
+                    m->allow_inline = false;
+                }
                 NR_LOG_VERBOSE(1, "created instance %s on %s device %d for '%s' version %s",
                                name, ig->kind == NR_KIND_GPU ? "GPU" : "CPU", info.device_id,
                                m->name, m->version_str);

@@ -347,6 +347,18 @@ static char *status_reason(nr_status_t *st)
 
 /* Reads (or takes from the override), completes and validates the config of
  * model `name` in dir; *backend gets its backend. */
+/* Config sections a Triton user expects to do something that nereid does not do (yet): said
+ * once per load, never ignored silently. */
+static void warn_without_effect(const nr_model_config_t *cfg)
+{
+    if (cfg->has_response_cache && cfg->response_cache_enable)
+        NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: the response "
+                    "cache is not implemented yet, every request runs the model", cfg->name);
+    if (cfg->has_model_repository_agents)
+        NR_LOG_WARN("model '%s': model_repository_agents has no effect: nereid runs no "
+                    "repository agents", cfg->name);
+}
+
 static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, const char *dir,
                                    const nr_repo_load_params_t *p, const int64_t *v, size_t nv,
                                    nr_model_config_t **out, const nr_backend_t **backend)
@@ -415,6 +427,8 @@ static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, cons
                            "unexpected directory name '%s' for model '%s', directory name must "
                            "equal model name",
                            name, cfg->name);
+    if (st == NULL)
+        warn_without_effect(cfg);
     return st;
 }
 

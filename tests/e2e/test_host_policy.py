@@ -106,6 +106,7 @@ def test_warmup_runs_under_the_instance_policy(server_factory, tmp_path):
         time.sleep(0.005)
     assert str(core) in seen, seen
     srv.wait_live()
+    pid = srv.proc.pid  # (wait_live starts it again on other ports if its port was taken)
     with open(f"/proc/{pid}/task/{pid}/status") as f:
         assert f"Cpus_allowed_list:\t{str(core)}\n" not in f.read()
     assert infer_json(srv.port, "identity_fp32", IDENT).status == 200

@@ -13,7 +13,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from conftest import NereidServer, free_port, run_cli
-from e2e_util import get
+from e2e_util import get, post
 
 HELP = Path(__file__).resolve().parent / "data" / "triton_help.txt"
 
@@ -66,8 +66,8 @@ def test_flags_without_effect_start_the_server_with_one_line_each(server_factory
     no_effect = ["allow-sagemaker", "sagemaker-port", "sagemaker-safe-port-range",
                  "sagemaker-thread-count", "allow-vertex-ai", "vertex-ai-port",
                  "vertex-ai-thread-count", "vertex-ai-default-model", "repoagent-directory",
-                 "cache-config", "cache-directory", "response-cache-byte-size", "rate-limit",
-                 "rate-limit-resource", "trace-config", "trace-file", "trace-level",
+                 "cache-config", "cache-directory", "response-cache-byte-size",
+                 "trace-config", "trace-file", "trace-level",
                  "trace-rate", "trace-count", "trace-log-frequency",
                  "pinned-memory-pool-byte-size", "cuda-memory-pool-byte-size",
                  "cuda-virtual-address-size", "enable-peer-access",
@@ -459,3 +459,112 @@ def test_backend_config_without_effect_says_so(server_factory, repos):
     assert "the onnxruntime backend has no setting 'bogus'" in warns[0]
     assert "nereid has no backend 'tensorrt'" in warns[1]
     assert "no backend has a setting 'nosuch'" in warns[2]
+
+
+# ----------------------------------------------------------------------------- rate limiter
+
+TIMED = '''import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    """Holds its instance 20 ms and says when (its span, wall clock) and which process."""
+    def execute(self, requests):
+        t0 = time.time()
+        time.sleep(0.02)
+        span = np.array([t0, time.time()], dtype=np.float64)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SPAN", span)]) for _ in requests]
+'''
+
+
+def timed_model(repo, name, count=1, resources='{ name: "R" count: 1 }', priority=1):
+    io = ('input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+          'output [ { name: "SPAN" data_type: TYPE_FP64 dims: [ 2 ] } ]\n'
+          f'instance_group [ {{ kind: KIND_CPU count: {count} rate_limiter {{ '
+          f'resources [ {resources} ] priority: {priority} }} }} ]')
+    python_model(repo, name, TIMED, io)
+
+
+def spans(srv, plan):
+    """Runs plan {model: (threads, requests each)} at once; {model: [(start, end)]}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def client(model, n):
+        c = httpclient.InferenceServerClient(srv.url)
+        inp = httpclient.InferInput("INPUT0", [4], "FP32")
+        inp.set_data_from_numpy(np.zeros(4, dtype=np.float32))
+        return [tuple(c.infer(model, [inp]).as_numpy("SPAN")) for _ in range(n)]
+    with ThreadPoolExecutor(sum(t for t, _ in plan.values())) as ex:
+        futs = {m: [ex.submit(client, m, n) for _ in range(t)] for m, (t, n) in plan.items()}
+        return {m: sorted(s for f in fs for s in f.result()) for m, fs in futs.items()}
+
+
+def overlaps(a, b):
+    return sum(1 for x in a for y in b if x[0] < y[1] and y[0] < x[1])
+
+
+def test_rate_limiter_excludes_models_sharing_a_resource(server_factory, tmp_path):
+    """Two models whose instances each need the one unit of resource R never execute at the
+    same time with --rate-limit=execution_count; with the limiter off (the default) they do."""
+    repo = tmp_path / "repo"
+    timed_model(repo, "ma")
+    timed_model(repo, "mb")
+    for mode in ("execution_count", "off"):
+        srv = server_factory([repo], [f"--rate-limit={mode}"], name=f"rl_{mode}")
+        got = spans(srv, {"ma": (3, 6), "mb": (3, 6)})
+        n = overlaps(got["ma"], got["mb"])
+        if mode == "execution_count":
+            assert n == 0, (n, got)
+        else:
+            assert n > 0, got
+        assert srv.stop() == 0
+
+
+def test_rate_limiter_resource_count_flag(server_factory, tmp_path):
+    """--rate-limit-resource=R:2 lets two of the instances run at once; an instance that asks
+    for more than the count given fails to load with Triton's text."""
+    repo = tmp_path / "repo"
+    timed_model(repo, "ma")
+    timed_model(repo, "mb")
+    timed_model(repo, "big", resources='{ name: "R" count: 3 }')
+    srv = server_factory([repo], ["--rate-limit=execution_count", "--rate-limit-resource=R:2",
+                                  "--exit-on-error=false"], name="rl_count")
+    got = spans(srv, {"ma": (3, 6), "mb": (3, 6)})
+    assert overlaps(got["ma"], got["mb"]) > 0, got
+    r = post(srv.port, "/v2/repository/index").json()
+    big = [m for m in r if m["name"] == "big"][0]
+    assert big["state"] == "UNAVAILABLE" and "Resource count for \"R\" is limited to 2" in \
+        big["reason"], big
+
+
+def test_rate_limiter_priority(server_factory, tmp_path):
+    """Priority weights the turns: with one unit of R shared by two instances of priority 1
+    (model hi) and two of priority 2 (model lo), all kept busy, hi executes about twice as
+    often as lo while both are waiting."""
+    repo = tmp_path / "repo"
+    timed_model(repo, "hi", count=2, priority=1)
+    timed_model(repo, "lo", count=2, priority=2)
+    srv = server_factory([repo], ["--rate-limit=execution_count"], name="rl_prio")
+    got = spans(srv, {"hi": (6, 10), "lo": (6, 10)})
+    both = min(got["hi"][-1][1], got["lo"][-1][1])  # until one of them ran out of requests
+    n_hi = sum(1 for s in got["hi"] if s[1] <= both)
+    n_lo = sum(1 for s in got["lo"] if s[1] <= both)
+    assert overlaps(got["hi"], got["lo"]) == 0
+    assert 1.5 <= n_hi / n_lo <= 2.7, (n_hi, n_lo)
+
+
+def test_resources_without_the_limiter_say_so(server_factory, repos, tmp_path):
+    """--rate-limit-resource with the limiter off is one warning line; so are the config
+    sections nereid does not act on (response_cache, model_repository_agents)."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(repos["repo_small"]) / "identity_fp32", repo / "identity_fp32")
+    cfg = repo / "identity_fp32" / "config.pbtxt"
+    cfg.write_text(cfg.read_text() + '\nresponse_cache { enable: true }\n'
+                   'model_repository_agents { agents [ { name: "checksum" } ] }\n')
+    srv = server_factory([repo], ["--rate-limit-resource=R:2"], name="rl_off")
+    warns = warnings_of(srv.log)
+    assert sum("--rate-limit-resource has no effect" in w for w in warns) == 1, warns
+    assert sum("response_cache { enable: true } has no effect" in w for w in warns) == 1, warns
+    assert sum("model_repository_agents has no effect" in w for w in warns) == 1, warns
