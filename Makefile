@@ -274,6 +274,11 @@ TSAN_PERF   ?= -m load_threads tests/e2e/test_perf.py
 TSAN_UNIT   := test_core test_scheduler test_repository test_ensemble test_capi
 san_check = @if ls $(1)/san-logs/* >/dev/null 2>&1; then cat $(1)/san-logs/*; \
 	echo "sanitizer reports in $(1)/san-logs"; exit 1; fi; echo "$(1): no sanitizer reports"
+# When the tests fail (a server that wrote a report exits with the sanitizer's code), the
+# reports are printed last, where CI's tail of the output shows them.
+san_dump = for f in $(1)/san-logs/*; do [ -f "$$f" ] && { echo "==== $$f"; cat "$$f"; }; done
+san_dump_tsan = $(call san_dump,build/tsan)
+san_dump_asan = $(call san_dump,build/asan)
 
 # Every sanitizer build at once (make -j: the three variants' objects in parallel).
 san-build: asan-build tsan-build
@@ -292,7 +297,7 @@ asan-e2e: setup models
 	+$(ASAN_MAKE) all
 	@rm -rf build/asan/san-logs; mkdir -p build/asan/san-logs
 	$(ASAN_ENV) NEREID_BIN=$(CURDIR)/build/asan/bin/nereid $(PY) -m pytest -q -n $(E2E_JOBS) \
-	    $(E2E_ARGS) $(or $(E2E_TESTS),$(ASAN_E2E))
+	    $(E2E_ARGS) $(or $(E2E_TESTS),$(ASAN_E2E)) || { $(san_dump_asan); exit 1; }
 	$(call san_check,build/asan)
 
 asan: asan-unit asan-e2e
@@ -304,9 +309,9 @@ tsan: setup models
 	@for t in $(TSAN_UNIT); do $(TSAN_ENV) build/tsan/tests/$$t > build/tsan/$$t.log 2>&1 || \
 	    { cat build/tsan/$$t.log; exit 1; }; tail -n 1 build/tsan/$$t.log; done
 	$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q -n $(E2E_JOBS) \
-	    $(E2E_ARGS) $(or $(E2E_TESTS),$(TSAN_E2E))
+	    $(E2E_ARGS) $(or $(E2E_TESTS),$(TSAN_E2E)) || { $(san_dump_tsan); exit 1; }
 	$(if $(E2E_TESTS),,$(TSAN_ENV) NEREID_BIN=$(CURDIR)/build/tsan/bin/nereid $(PY) -m pytest -q \
-	    $(E2E_ARGS) $(TSAN_PERF))
+	    $(E2E_ARGS) $(TSAN_PERF) || { $(san_dump_tsan); exit 1; })
 	$(call san_check,build/tsan)
 
 fuzz-build: setup models

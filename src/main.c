@@ -5,6 +5,7 @@
 #include "api/boot.h"
 #include "api/options.h"
 #include "common/log.h"
+#include "core/cache.h"
 #include "core/host_policy.h"
 #include "core/rate_limit.h"
 
@@ -128,5 +129,6 @@ out: /* the options' lists and the host policies: what every exit still holds */
     nr_opts_free(&o);
     nr_host_policy_clear();
     nr_rl_clear();
+    nr_cache_clear();
     return rc;
 }

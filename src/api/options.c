@@ -6,6 +6,7 @@
 #include "../common/debug.h"
 #include "../common/limits.h"
 #include "../common/log.h"
+#include "../core/cache.h"
 #include "../core/headers.h"
 #include "../core/host_policy.h"
 #include "../core/rate_limit.h"
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,11 +127,9 @@ static const struct {
      "unavailable, as without the flag"},
     {"model-load-thread-count",
      "models load one at a time (parallel loading is not implemented yet)"},
-    {"cache-config", "the response cache is not implemented yet: every request runs its model"},
     {"cache-directory",
-     "the response cache is not implemented yet: every request runs its model"},
-    {"response-cache-byte-size",
-     "the response cache is not implemented yet: every request runs its model"},
+     "nereid's response cache (--cache-config=local,size=<bytes>) is built in: no cache "
+     "library is loaded"},
     {"trace-config", "tracing is not implemented yet: no trace is recorded"},
     {"trace-file", "tracing is not implemented yet: no trace is recorded"},
     {"trace-level", "tracing is not implemented yet: no trace is recorded"},
@@ -229,6 +229,27 @@ static nr_status_t *set_forward_pattern(void *o, const nr_cli_opt_t *f, const ch
     else
         op->grpc.header_forward = v;
     return NULL;
+}
+
+/* --cache-config=local,size=<bytes> (core/cache.h; process-wide) */
+static nr_status_t *set_cache_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return nr_cache_config(v);
+}
+
+/* --response-cache-byte-size=<int>: Triton's deprecated form of the local cache's size */
+static nr_status_t *set_cache_byte_size(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    uint64_t n;
+    if (!nr_cli_u64(v, &n))
+        return nr_cli_bad_value(v);
+    fprintf(stderr, "Warning: '--response-cache-byte-size' has been deprecated! This will "
+                    "default to the 'local' cache implementation with the provided byte size "
+                    "for its config. Please use '--cache-config' instead. The equivalent "
+                    "--cache-config CLI args would be: '--cache-config=local,size=%s'\n", v);
+    char spec[64];
+    snprintf(spec, sizeof(spec), "local,size=%" PRIu64, n);
+    return nr_cache_config(spec);
 }
 
 /* --rate-limit=execution_count|off (core/rate_limit.h; process-wide, as host policies) */
@@ -457,9 +478,10 @@ static const nr_cli_opt_t flag_table[] = {
        "shm-growth-byte-size, stub-timeout-seconds); repeatable"),
     FN("cache-directory", no_effect_any, "=<dir>", ""),
     /* accepted with a line saying what is not done (no_effect[]) */
-    FN("cache-config", no_effect_any, "=<cache>,<setting>=<value>",
-       "Accepted with a warning: no response cache yet"),
-    FN("response-cache-byte-size", no_effect_any, "=<int>", ""),
+    FN("cache-config", set_cache_config, "=local,size=<bytes>",
+       "The response cache's size (models with response_cache\n{ enable: true } use it)"),
+    FN("response-cache-byte-size", set_cache_byte_size, "=<int>",
+       "Deprecated: --cache-config=local,size=<int>"),
     FN("rate-limit", set_rate_limit, "=execution_count|off",
        "off (default); execution_count: instances run only\n"
        "with the resources their rate_limiter names"),

@@ -13,6 +13,7 @@
 #include "../common/alloc.h"
 #include "../common/debug.h"
 #include "../common/log.h"
+#include "cache.h"
 #include "rate_limit.h"
 #include "scheduler.h"
 
@@ -188,6 +189,15 @@ static void run_batch(nr_instance_t *inst, size_t n, bool queued)
     }
     record(m, inst->reqs, n, &b, t_exec, t_end, st == NULL);
     nr_status_free(st);
+    for (size_t i = 0; i < n; i++) { /* response cache: what missed and succeeded is kept */
+        nr_req_t *r = inst->reqs[i];
+        if (r->cache_key == NULL)
+            continue;
+        uint64_t ns = r->cache_ns;
+        if (r->status == NULL && !r->item.later)
+            ns += nr_cache_insert(r);
+        nr_stat_add(&m->stats.cache_miss, ns);
+    }
     /* the requests still open (item.later) leave the batch; each ends with its final response
      * or here, whichever comes second (nr_inst_later_final) */
     size_t k = n_later == 0 ? n : 0;

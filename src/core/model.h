@@ -74,6 +74,10 @@ struct nr_model_s {
      * nothing is queued (set by the repository; tests that hold instance
      * threads leave it off). */
     bool allow_inline;
+    /* response_cache { enable: true } with a cache configured (cache.h): its requests are
+     * looked up at submit; cache_owner names this load's entries */
+    bool cached;
+    uint64_t cache_owner;
 };
 
 /* Loads a version: backend model_load, instances (threads named after them),

@@ -13,6 +13,8 @@
  * polls run one at a time (control_mu).
  */
 #include "repository.h"
+
+#include "cache.h"
 #include "ensemble.h"
 #include "gpu.h"
 
@@ -351,9 +353,14 @@ static char *status_reason(nr_status_t *st)
  * once per load, never ignored silently. */
 static void warn_without_effect(const nr_model_config_t *cfg)
 {
-    if (cfg->has_response_cache && cfg->response_cache_enable)
-        NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: the response "
-                    "cache is not implemented yet, every request runs the model", cfg->name);
+    bool ensemble = cfg->platform && !strcmp(cfg->platform, "ensemble");
+    if (cfg->response_cache_enable && !nr_cache_enabled())
+        NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: no cache is "
+                    "configured (--cache-config=local,size=<bytes>)", cfg->name);
+    else if (cfg->response_cache_enable && ensemble)
+        NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: nereid does not "
+                    "cache an ensemble's answers (its composing models' caches apply)",
+                    cfg->name);
     if (cfg->has_model_repository_agents)
         NR_LOG_WARN("model '%s': model_repository_agents has no effect: nereid runs no "
                     "repository agents", cfg->name);

@@ -146,6 +146,7 @@ void nr_req_free(nr_req_t *req)
         return;
     for (size_t i = 0; i < req->n_want; i++)
         nr_hold_unref(req->outputs[i].hold);
+    free(req->cache_key);
     for (size_t i = 0; i < req->n_extra; i++)
         free(req->extra_names[i]);
     free(req->extra_names);

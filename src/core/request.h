@@ -97,6 +97,11 @@ struct nr_req_s {
     /* Set by the frontend once the client has gone (NULL: it cannot tell); read by what may
      * still start work for the request (an ensemble's next steps). Valid until done runs. */
     const atomic_bool *cancelled;
+    /* response cache (cache.h): the key of a request that missed, kept for the insert after
+     * it has run (owned), and the lookup's cost so far */
+    char *cache_key;
+    size_t cache_key_len;
+    uint64_t cache_hash, cache_owner, cache_ns;
     nr_req_t *next; /* queue link, owned by the scheduler while queued */
 #ifdef NR_DEBUG
     bool completed; /* done has been called (it must be, exactly once) */

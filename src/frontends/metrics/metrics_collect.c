@@ -90,6 +90,11 @@ static void on_version(const nr_repo_version_t *rv, void *arg)
     r->success = sn.success.count;
     r->inferences = sn.inference_count;
     r->executions = sn.execution_count;
+    r->cached = m->cached;
+    r->cache_hits = sn.cache_hit.count;
+    r->cache_misses = sn.cache_miss.count;
+    r->cache_hit_us = sn.cache_hit.ns / 1000;
+    r->cache_miss_us = sn.cache_miss.ns / 1000;
     memcpy(r->failure, sn.failure, sizeof(r->failure));
     /* The sum of every request's ns, divided once: Triton adds whole us per
      * request, so its figure can be lower by up to 1 us per request. */

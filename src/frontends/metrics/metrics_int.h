@@ -33,6 +33,8 @@ typedef struct {
     char *model, *version; /* label values as they are (escaped when printed); owned */
     bool ready;                  /* false: failed to load; only its failure series exist */
     uint64_t success, inferences, executions, pending;
+    bool cached; /* response_cache on: the four nv_cache_*_per_model series */
+    uint64_t cache_hits, cache_misses, cache_hit_us, cache_miss_us;
     uint64_t failure[NR_FAIL_N];
     uint64_t us[NR_OBS_N]; /* cumulative durations in us: the statistics' ns sums / 1000 */
     /* with summaries: [k * n_quantiles + i] = quantile i of kind k (NaN = no

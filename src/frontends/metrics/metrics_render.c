@@ -216,7 +216,10 @@ static void custom_families(nr_buf_t *out, const nr_metrics_view_t *v, int kind)
 
 /* ---- families ------------------------------------------------------------------- */
 
-typedef enum { F_SUCCESS, F_COUNT, F_EXEC, F_PENDING, F_DURATION } field_t;
+typedef enum {
+    F_SUCCESS, F_COUNT, F_EXEC, F_PENDING, F_DURATION,
+    F_CACHE_HITS, F_CACHE_MISSES, F_CACHE_HIT_US, F_CACHE_MISS_US, /* cached rows only */
+} field_t;
 
 static uint64_t field(const nr_metrics_row_t *r, field_t f, int k)
 {
@@ -226,6 +229,10 @@ static uint64_t field(const nr_metrics_row_t *r, field_t f, int k)
     case F_EXEC: return r->executions;
     case F_PENDING: return r->pending;
     case F_DURATION: return r->us[k];
+    case F_CACHE_HITS: return r->cache_hits;
+    case F_CACHE_MISSES: return r->cache_misses;
+    case F_CACHE_HIT_US: return r->cache_hit_us;
+    case F_CACHE_MISS_US: return r->cache_miss_us;
     }
     return 0;
 }
@@ -234,12 +241,15 @@ static uint64_t field(const nr_metrics_row_t *r, field_t f, int k)
 static void model_family(nr_buf_t *out, const nr_metrics_view_t *v, const char *name,
                          const char *type, const char *help, field_t f, int k)
 {
-    if (!any_ready(v))
+    bool cache = f >= F_CACHE_HITS, any = false;
+    for (size_t i = 0; i < v->n_rows && !any; i++)
+        any = v->rows[i].ready && (!cache || v->rows[i].cached);
+    if (!any)
         return;
     family(out, name, type, help);
     for (size_t i = 0; i < v->n_rows; i++) {
         const nr_metrics_row_t *r = &v->rows[i];
-        if (!r->ready)
+        if (!r->ready || (cache && !r->cached))
             continue;
         series(out, name, NULL, r, NULL, NULL);
         put_u64(out, field(r, f, k));
@@ -350,6 +360,16 @@ void nr_metrics_render(nr_buf_t *out, const nr_metrics_view_t *v)
     for (int k = 0; v->counters && k < NR_OBS_N; k++)
         model_family(out, v, durations[k].counter, "counter", durations[k].counter_help,
                      F_DURATION, k);
+    /* the response cache's, for the models that use it (Triton's names) */
+    model_family(out, v, "nv_cache_num_hits_per_model", "counter",
+                 "Number of cache hits per model", F_CACHE_HITS, 0);
+    model_family(out, v, "nv_cache_num_misses_per_model", "counter",
+                 "Number of cache misses per model", F_CACHE_MISSES, 0);
+    model_family(out, v, "nv_cache_hit_duration_per_model", "counter",
+                 "Total cache hit duration per model, in microseconds", F_CACHE_HIT_US, 0);
+    model_family(out, v, "nv_cache_miss_duration_per_model", "counter",
+                 "Total cache miss (insert+lookup) duration per model, in microseconds",
+                 F_CACHE_MISS_US, 0);
     custom_families(out, v, NR_CMETRIC_COUNTER);
     model_family(out, v, "nv_inference_pending_request_count", "gauge",
                  "Instantaneous number of pending requests awaiting execution per-model.",
