@@ -125,8 +125,6 @@ static const struct {
     {"model-namespacing",
      "model namespacing is not implemented yet: a model name found in two repositories is "
      "unavailable, as without the flag"},
-    {"model-load-thread-count",
-     "models load one at a time (parallel loading is not implemented yet)"},
     {"cache-directory",
      "nereid's response cache (--cache-config=local,size=<bytes>) is built in: no cache "
      "library is loaded"},
@@ -182,7 +180,7 @@ static nr_status_t *no_effect_if_positive(void *o, const nr_cli_opt_t *f, const 
     long long n;
     if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
         return nr_cli_bad_value(v);
-    if (n > (strcmp(f->name, "model-load-thread-count") ? 0 : 1))
+    if (n > 0)
         note_no_effect(o, f, v);
     return NULL;
 }
@@ -494,8 +492,9 @@ static const nr_cli_opt_t flag_table[] = {
     FN("trace-rate", no_effect_int, "=<int>", ""),
     FN("trace-count", no_effect_int, "=<int>", ""),
     FN("trace-log-frequency", no_effect_int, "=<int>", ""),
-    FN("model-load-thread-count", no_effect_if_positive, "=<int>",
-       "Accepted; models load one at a time (a warning above 1)"),
+    INT("model-load-thread-count", model_load_threads, 1, 1024, "=<int>",
+        "Models whose sessions and instances are made at once at\n"
+        "startup (default 4)"),
     FN("model-namespacing", no_effect_if_true, "=<bool>",
        "false (default); true is accepted with a warning"),
     FN("buffer-manager-thread-count", no_effect_if_positive, "=<int>", ""),
@@ -562,6 +561,7 @@ void nr_opts_init(nr_opts_t *o)
         .id = "triton",
         .control_mode = "none",
         .poll_secs = 15,
+        .model_load_threads = 4, /* Triton's default */
         .log_info = true,
         .log_warn = true,
         .log_error = true,

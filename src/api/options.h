@@ -49,6 +49,7 @@ typedef struct {
     size_t n_load_models;
     int poll_secs;            /* --repository-poll-secs */
     int model_load_retries;   /* --model-load-retry-count */
+    int model_load_threads;   /* --model-load-thread-count */
     bool http_reuse_port;     /* --reuse-http-port */
     const char *http_header_forward; /* --http-header-forward-pattern (NULL: none) */
     nr_restrict_t http_restricted;   /* --http-restricted-api (owned) */

@@ -1252,6 +1252,106 @@ static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_
     return load_clean_up(&L, st);
 }
 
+/* ---- loading several models at once (--model-load-thread-count) ---- */
+
+typedef struct {
+    nr_repo_t *repo;
+    load_t **ls;
+    size_t n;
+    atomic_size_t next;
+} load_pool_t;
+
+static void *load_worker(void *arg)
+{
+    load_pool_t *p = arg;
+    t_controlling = true; /* on behalf of the thread that holds control_mu */
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        load_unlocked(p->repo, p->ls[i]);
+    t_controlling = false;
+    return NULL;
+}
+
+/* Phase 5 of every staged load, on up to `threads` threads (the calling one among them). */
+static void load_parallel(nr_repo_t *repo, load_t **ls, size_t n, int threads)
+{
+    load_pool_t p = {.repo = repo, .ls = ls, .n = n};
+    atomic_init(&p.next, 0);
+    size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
+    if (extra > n)
+        extra = n > 0 ? n - 1 : 0;
+    pthread_t *t = nr_calloc(extra + 1, sizeof(*t));
+    size_t started = 0;
+    for (; started < extra; started++)
+        if (pthread_create(&t[started], NULL, load_worker, &p) != 0)
+            break; /* fewer threads: the loads still all happen */
+    load_worker(&p);
+    t_controlling = true; /* (the caller holds control_mu) */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+}
+
+/* Loads models `names` (repository.h: the startup loads) as load_model does one, but with
+ * the slow phase (the backends' sessions, instances and warmup) of up to
+ * --model-load-thread-count models at once; ensembles follow, one at a time, once the models
+ * they use are published. Returns each model's status (NULL: loaded or unchanged), to free.
+ * Context: control_mu held. */
+static nr_status_t **load_many(nr_repo_t *repo, char *const *names, size_t n, int threads)
+{
+    NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
+    nr_status_t **st = nr_calloc(n ? n : 1, sizeof(*st));
+    load_t *ls = nr_calloc(n ? n : 1, sizeof(*ls));
+    load_t **staged = nr_calloc(n ? n : 1, sizeof(*staged));
+    bool *ensemble = nr_calloc(n ? n : 1, sizeof(*ensemble));
+    size_t n_staged = 0;
+    for (size_t i = 0; i < n; i++) { /* phases 1-4, one by one */
+        load_t *L = &ls[i];
+        *L = (load_t){.name = names[i]};
+        st[i] = load_resolve(repo, L);
+        pthread_rwlock_wrlock(&repo->lock); /* named by the load itself */
+        entry_t *e = find_entry(repo, names[i], strlen(names[i]), NULL);
+        if (e != NULL)
+            e->implicit = false;
+        pthread_rwlock_unlock(&repo->lock);
+        if (st[i] != NULL || load_unchanged(repo, L))
+            continue;
+        st[i] = load_prepare(repo, L);
+        if (st[i] != NULL)
+            continue;
+        ensemble[i] = is_ensemble(L->g->cfg);
+        if (!ensemble[i]) {
+            load_stage(repo, L);
+            staged[n_staged++] = L;
+        }
+    }
+    load_parallel(repo, staged, n_staged, threads);
+    for (size_t k = 0; k < n_staged; k++)
+        load_publish(repo, staged[k]);
+    for (size_t i = 0; i < n; i++)
+        if (!ensemble[i])
+            st[i] = load_clean_up(&ls[i], st[i]);
+    for (size_t i = 0; i < n; i++) { /* the ensembles, over published models */
+        if (!ensemble[i])
+            continue;
+        load_t *L = &ls[i];
+        if (load_unchanged(repo, L)) { /* loaded meanwhile as a step of another ensemble */
+            st[i] = load_clean_up(L, NULL);
+            continue;
+        }
+        st[i] = load_dependencies(repo, L);
+        if (st[i] == NULL) {
+            load_stage(repo, L);
+            load_unlocked(repo, L);
+            load_publish(repo, L);
+        }
+        st[i] = load_clean_up(L, st[i]);
+    }
+    free(ensemble);
+    free(staged);
+    free(ls);
+    return st;
+}
+
 /* How many serving ensembles have a step on model `name`; their names (to free) in *users
  * unless users is NULL. Lock held. */
 static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char ***users)
@@ -1454,13 +1554,18 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     bool all = opts->mode != NR_CONTROL_EXPLICIT ||
                (opts->n_startup_models == 1 && !strcmp(opts->startup_models[0], "*"));
     control_lock(repo);
+    int threads = opts->load_threads > 0 ? opts->load_threads : 1;
     if (all) {
+        nr_status_t **st = load_many(repo, names, n, threads);
         for (size_t i = 0; i < n; i++)
-            nr_status_free(load_model(repo, names[i], NULL, false));
+            nr_status_free(st[i]);
+        free(st);
     } else {
+        nr_status_t **sts = load_many(repo, (char *const *)opts->startup_models,
+                                      opts->n_startup_models, threads);
         for (size_t i = 0; i < opts->n_startup_models; i++) {
             const char *name = opts->startup_models[i];
-            nr_status_t *st = load_model(repo, name, NULL, false);
+            nr_status_t *st = sts[i];
             if (st != NULL) { /* a model not found still counts against readiness */
                 pthread_rwlock_wrlock(&repo->lock);
                 entry_t *e = entry_for(repo, name);
@@ -1471,6 +1576,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
                 pthread_rwlock_unlock(&repo->lock);
             }
         }
+        free(sts);
     }
     control_unlock(repo);
     free_names(names, n);

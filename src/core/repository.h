@@ -37,6 +37,7 @@ typedef struct {
     const char *const *startup_models; size_t n_startup_models;
     int poll_secs;         /* POLL: seconds between scans (0: no polling thread) */
     int load_retries;      /* --model-load-retry-count: more tries for a version that failed */
+    int load_threads;      /* --model-load-thread-count: models loading at once at startup */
     /* The backend of a config's `backend` name: NULL means nr_backend_find (the server's
      * backends); the repository's unit tests give their own. */
     const nr_backend_t *(*find_backend)(const char *name);

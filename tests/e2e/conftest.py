@@ -7,6 +7,7 @@ teardown, where its exit code is checked (0 unless the test says otherwise).
     NEREID_BIN=build/bin/nereid .venv/bin/python -m pytest -q tests/e2e
 """
 
+import http.client
 import os
 import random
 import signal
@@ -177,6 +178,12 @@ class NereidServer:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def _bound_http(self):
+        """Whether this server says it serves HTTP on its port (and not another server that
+        took the port first answered the health check)."""
+        return any("Started HTTPService at" in line and line.rstrip().endswith(f":{self.port}")
+                   for line in self.log.splitlines())
+
     def wait_live(self, timeout=START_TIMEOUT_S):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -195,9 +202,11 @@ class NereidServer:
                             + self.describe(), pytrace=False)
             try:
                 if e2e_util.get(self.port, "/v2/health/live").status == 200 \
-                        and all(map(listening, self._side_ports())):
+                        and all(map(listening, self._side_ports())) and self._bound_http():
                     return self
-            except OSError:
+            except (OSError, http.client.HTTPException):
+                # (a port picked as free may be another server's meanwhile: its gRPC port
+                # answers HTTP/2 frames; this server then exits "already in use", above)
                 pass
             time.sleep(0.05)
         self.kill()

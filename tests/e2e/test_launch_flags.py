@@ -13,7 +13,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from conftest import NereidServer, free_port, run_cli
-from e2e_util import get, post
+from e2e_util import get, post, request
 
 HELP = Path(__file__).resolve().parent / "data" / "triton_help.txt"
 
@@ -71,7 +71,7 @@ def test_flags_without_effect_start_the_server_with_one_line_each(server_factory
                  "pinned-memory-pool-byte-size", "cuda-memory-pool-byte-size",
                  "cuda-virtual-address-size", "enable-peer-access",
                  "min-supported-compute-capability", "model-load-gpu-limit",
-                 "buffer-manager-thread-count", "model-namespacing", "model-load-thread-count"]
+                 "buffer-manager-thread-count", "model-namespacing"]
     args = [f"--{f}={VALUES.get(f, '1')}" for f in no_effect]
     args += ["--trace-config=rate=100", "--cache-config=local,size=2048"]  # given twice
     srv = server_factory([repos["repo_small"]], args, name="noeffect")
@@ -88,7 +88,7 @@ def test_flags_at_their_defaults_say_nothing(server_factory, repos):
     the same) prints no line."""
     args = ["--rate-limit=off", "--allow-sagemaker=false", "--allow-vertex-ai=false",
             "--model-namespacing=false", "--enable-peer-access=false",
-            "--buffer-manager-thread-count=0", "--model-load-thread-count=1",
+            "--buffer-manager-thread-count=0", "--model-load-thread-count=2",
             "--model-load-retry-count=0", "--reuse-http-port=false"]
     srv = server_factory([repos["repo_small"]], args, name="defaults")
     assert not any("has no effect" in w for w in warnings_of(srv.log)), warnings_of(srv.log)
@@ -567,3 +567,56 @@ def test_resources_without_the_limiter_say_so(server_factory, repos, tmp_path):
     assert sum("--rate-limit-resource has no effect" in w for w in warns) == 1, warns
     assert sum("response_cache { enable: true } has no effect" in w for w in warns) == 1, warns
     assert sum("model_repository_agents has no effect" in w for w in warns) == 1, warns
+
+
+# ----------------------------------------------------------------------------- parallel loading
+
+SLOW_INIT = '''import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(0.3)
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+'''
+
+
+def most_at_once(log):
+    """The most loads in progress at once, from the "loading:" / "loaded in" lines."""
+    now = most = 0
+    for line in log.splitlines():
+        if "] loading: " in line:
+            now += 1
+            most = max(most, now)
+        elif "loaded in " in line:
+            now -= 1
+    return most
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_model_load_thread_count(server_factory, tmp_path, repos, threads):
+    """--model-load-thread-count=N: up to N models load at once at startup (Triton's default
+    4), one at a time with 1; ensembles load after the models they use; all serve."""
+    import shutil
+    repo = tmp_path / "repo"
+    for i in range(6):
+        python_model(repo, f"slow{i}", SLOW_INIT, FP32_IO)
+    import models
+    for n in ("identity_fp32", "dyn_batch"):
+        shutil.copytree(Path(repos["repo"]) / n, repo / n)
+    # "a_chain" sorts before the models it uses: it must still load after them
+    models.write_ensemble(repo, "a_chain", models.ensemble_chain_config(name="a_chain"))
+    srv = server_factory([repo], [f"--model-load-thread-count={threads}"], name=f"mlt{threads}")
+    most = most_at_once(srv.log)
+    assert (most == 1) if threads == 1 else (2 <= most <= threads), (most, srv.log_tail())
+    for i in range(6):
+        assert get(srv.port, f"/v2/models/slow{i}/ready").status == 200
+    assert get(srv.port, "/v2/health/ready").status == 200
+    r = request(srv.port, "POST", "/v2/models/a_chain/infer", body=json.dumps({"inputs": [
+        {"name": "IN", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}))
+    assert r.status == 200 and r.json()["outputs"][0]["data"] == [1, 2], r.body
