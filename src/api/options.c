@@ -153,14 +153,26 @@ static nr_status_t *no_effect_any(void *o, const nr_cli_opt_t *f, const char *v)
     return NULL;
 }
 
-/* The same for an integer value, checked as Triton's int flags are. */
-static nr_status_t *no_effect_int(void *o, const nr_cli_opt_t *f, const char *v)
+/* An integer value, checked as Triton's int flags are; noted always, or only above 0 (a count
+ * of threads that asks for none at 0). */
+static nr_status_t *int_then_note(void *o, const nr_cli_opt_t *f, const char *v, bool always)
 {
     long long n;
     if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
         return nr_cli_bad_value(v);
-    note_no_effect(o, f, v);
+    if (always || n > 0)
+        note_no_effect(o, f, v);
     return NULL;
+}
+
+static nr_status_t *no_effect_int(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return int_then_note(o, f, v, true);
+}
+
+static nr_status_t *no_effect_if_positive(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    return int_then_note(o, f, v, false);
 }
 
 /* A boolean flag whose true asks for what nereid does not do; false is what nereid does. */
@@ -170,17 +182,6 @@ static nr_status_t *no_effect_if_true(void *o, const nr_cli_opt_t *f, const char
     if (!nr_cli_bool(v, &b))
         return nr_cli_bad_value(v);
     if (b)
-        note_no_effect(o, f, v);
-    return NULL;
-}
-
-/* An integer that asks for nothing at 0 (or below, for a count of threads). */
-static nr_status_t *no_effect_if_positive(void *o, const nr_cli_opt_t *f, const char *v)
-{
-    long long n;
-    if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
-        return nr_cli_bad_value(v);
-    if (n > 0)
         note_no_effect(o, f, v);
     return NULL;
 }

@@ -218,15 +218,28 @@ def thread_names(srv):
     return names
 
 
+def named_threads(srv, want):
+    """The server's thread names once `want` {name: count} holds (a thread names itself after
+    it starts, so a count may lag the server's readiness briefly), or after 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        names = thread_names(srv)
+        if all(names.count(n) == k for n, k in want.items()) or time.monotonic() > deadline:
+            return names
+        time.sleep(0.02)
+
+
 def test_http_workers_one_per_cpu_by_default(server_factory, repos):
     """--http-thread-count defaults to the CPUs the server may run on, at most Triton's 8; the
     pool for large requests has one thread per CPU; the flag sets the workers."""
     import os
     cpus = len(os.sched_getaffinity(0))  # the server inherits this process's affinity
-    names = thread_names(server_factory([repos["repo_small"]]))
+    want = {"MHD-worker": min(cpus, 8), "http-bulk": min(cpus, 64)}
+    names = named_threads(server_factory([repos["repo_small"]]), want)
     assert names.count("MHD-worker") == min(cpus, 8), names
     assert names.count("http-bulk") == min(cpus, 64), names
-    names = thread_names(server_factory([repos["repo_small"]], ["--http-thread-count=3"]))
+    srv = server_factory([repos["repo_small"]], ["--http-thread-count=3"])
+    names = named_threads(srv, {"MHD-worker": 3})
     assert names.count("MHD-worker") == 3, names
 
 
