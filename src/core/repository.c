@@ -347,6 +347,46 @@ static char *status_reason(nr_status_t *st)
     return r;
 }
 
+/* A config's `runtime` nereid cannot use: its backends are built in, so a library is only
+ * looked for where Triton looks (<model>/<version>, <model>, <backend dir>/<backend>) to
+ * answer as Triton does: not found, or a name that climbs out of the directory it was found
+ * in; a library that is there cannot be loaded by nereid. */
+static nr_status_t *runtime_refused(const nr_model_config_t *cfg, const char *dir,
+                                    int64_t version)
+{
+    const char *be = cfg->backend ? cfg->backend : "";
+    const char *bdir = nr_backend_directory() ? nr_backend_directory()
+                                              : "/opt/tritonserver/backends";
+    char *paths[3] = {nr_asprintf("%s/%" PRId64, dir, version), nr_strdup(dir),
+                      nr_asprintf("%s/%s", bdir, be)};
+    nr_status_t *st = NULL;
+    for (int i = 0; i < 3 && st == NULL; i++) {
+        char *full = nr_asprintf("%s/%s", paths[i], cfg->runtime);
+        char *rf = exists(full) ? realpath(full, NULL) : NULL, *rd = realpath(paths[i], NULL);
+        if (rf != NULL && rd != NULL) {
+            size_t n = strlen(rd);
+            if (strncmp(rf, rd, n) != 0 || rf[n] != '/')
+                st = nr_status_new(NR_INVALID_ARG, "backend library name '%s' escapes backend "
+                                   "directory '%s', for model '%s', check model config runtime "
+                                   "field", cfg->runtime, paths[i], cfg->name);
+            else
+                st = nr_status_new(NR_UNSUPPORTED, "backend library '%s' for model '%s' cannot "
+                                   "be loaded: nereid's backends are built in (onnxruntime, "
+                                   "python)", full, cfg->name);
+        }
+        free(rf);
+        free(rd);
+        free(full);
+    }
+    if (st == NULL)
+        st = nr_status_new(NR_INVALID_ARG, "unable to find backend library '%s' for model '%s', "
+                           "searched: '%s' '%s' '%s' ", cfg->runtime, cfg->name, paths[0],
+                           paths[1], paths[2]);
+    for (int i = 0; i < 3; i++)
+        free(paths[i]);
+    return st;
+}
+
 /* Reads (or takes from the override), completes and validates the config of
  * model `name` in dir; *backend gets its backend. */
 /* Config sections a Triton user expects to do something that nereid does not do (yet): said
@@ -413,9 +453,20 @@ static nr_status_t *prepare_config(const nr_repo_t *repo, const char *name, cons
     bool ensemble = cfg->platform && !strcmp(cfg->platform, "ensemble") &&
                     (!cfg->backend || !cfg->backend[0]);
     *backend = ensemble ? NULL : cfg->backend ? find(cfg->backend) : NULL;
-    if (*backend == NULL && !ensemble) /* an ensemble runs on its composing models */
-        return nr_status_new(NR_INVALID_ARG, "unable to find backend '%s' for model '%s'",
-                             cfg->backend ? cfg->backend : "", name);
+    if (*backend == NULL && !ensemble) { /* an ensemble runs on its composing models */
+        if (cfg->runtime != NULL && cfg->runtime[0] != '\0')
+            return runtime_refused(cfg, dir, nv > 0 ? v[nv - 1] : 1);
+        return nr_status_new(NR_INVALID_ARG, "unable to find backend library for backend '%s', "
+                             "try specifying runtime on the model configuration.",
+                             cfg->backend ? cfg->backend : "");
+    }
+    if (!ensemble && cfg->runtime != NULL && cfg->runtime[0] != '\0') {
+        char *builtin = nr_asprintf("libtriton_%s.so", (*backend)->name);
+        bool same = !strcmp(cfg->runtime, builtin); /* the backend nereid has built in */
+        free(builtin);
+        if (!same)
+            return runtime_refused(cfg, dir, nv > 0 ? v[nv - 1] : 1);
+    }
     nr_cfg_normalize(cfg);
     if (!ensemble && opts->autocomplete && (*backend)->model_autocomplete && nv > 0) {
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", dir, v[nv - 1], cfg->default_model_filename);

@@ -620,3 +620,41 @@ def test_model_load_thread_count(server_factory, tmp_path, repos, threads):
     r = request(srv.port, "POST", "/v2/models/a_chain/infer", body=json.dumps({"inputs": [
         {"name": "IN", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}))
     assert r.status == 200 and r.json()["outputs"][0]["data"] == [1, 2], r.body
+
+
+# ----------------------------------------------------------------------------- backend / runtime
+
+def test_backend_and_runtime_resolution_texts(server_factory, repos, tmp_path):
+    """A backend nereid does not have, a `runtime` library that is not there, and one whose
+    name climbs out of the directory it is found in fail to load with Triton's texts; the
+    runtime that names the built-in backend (libtriton_onnxruntime.so) loads."""
+    import shutil
+    repo = tmp_path / "repo"
+    src = Path(repos["repo_small"]) / "identity_fp32"
+    cases = {
+        "nosuch": ('backend: "nosuch"', "unable to find backend library for backend 'nosuch', "
+                   "try specifying runtime on the model configuration."),
+        "missing": ('runtime: "libcustom.so"', "unable to find backend library 'libcustom.so' "
+                    "for model 'missing', searched: "),
+        "escape": ('runtime: "../escape.so"', "backend library name '../escape.so' escapes "
+                   "backend directory"),
+        "builtin": ('runtime: "libtriton_onnxruntime.so"', None),
+    }
+    for name, (line, _) in cases.items():
+        shutil.copytree(src, repo / name)
+        cfg = (repo / name / "config.pbtxt").read_text().replace('name: "identity_fp32"',
+                                                                 f'name: "{name}"')
+        if line.startswith("backend:"):
+            cfg = cfg.replace('backend: "onnxruntime"', line)
+        else:
+            cfg += "\n" + line + "\n"
+        (repo / name / "config.pbtxt").write_text(cfg)
+    (repo / "escape.so").write_text("")  # found from <model dir>/.., outside it
+    srv = server_factory([repo], ["--exit-on-error=false"], name="runtime")
+    index = {m["name"]: m for m in post(srv.port, "/v2/repository/index").json()}
+    for name, (_, text) in cases.items():
+        if text is None:
+            assert index[name]["state"] == "READY", index[name]
+        else:
+            assert index[name]["state"] == "UNAVAILABLE" and text in index[name]["reason"], \
+                (name, index[name])
