@@ -321,3 +321,34 @@ void nr_kserve_log_settings(nr_kserve_setting_fn fn, void *arg)
             (nr_param_t){.type = NR_PARAM_UINT64, .v.u = (uint64_t)nr_log_settings.verbose});
     setting(fn, arg, "log_format", str_value(nr_log_settings.iso8601 ? "ISO8601" : "default"));
 }
+
+/* ---- trace settings ---------------------------------------------------------------- */
+
+static const char *const trace_keys[] = {"trace_level", "trace_rate",  "trace_count",
+                                         "log_frequency", "trace_file", "trace_mode"};
+static const char *const trace_values[] = {"OFF", "1000", "-1", "0", "", "triton"};
+
+size_t nr_kserve_trace_settings(const char *const **keys, const char *const **values)
+{
+    *keys = trace_keys;
+    *values = trace_values;
+    return sizeof(trace_keys) / sizeof(trace_keys[0]);
+}
+
+static bool key_is(const char *key, size_t len, const char *want)
+{
+    return strlen(want) == len && !memcmp(key, want, len);
+}
+
+nr_status_t *nr_kserve_trace_update(const char *key, size_t key_len, const nr_view_t *values,
+                                    size_t n)
+{
+    if (key_is(key, key_len, "trace_file"))
+        return nr_status_new(NR_UNSUPPORTED, "trace file location can not be updated through "
+                                             "network protocol");
+    if (key_is(key, key_len, "trace_level") &&
+        !(n == 0 || (n == 1 && values[0].len == 3 && !memcmp(values[0].data, "OFF", 3))))
+        return nr_status_new(NR_UNSUPPORTED, "tracing is not supported by this server: "
+                                             "'trace_level' can only be OFF");
+    return NULL;
+}

@@ -11,6 +11,7 @@
 #ifndef NR_KSERVE_H
 #define NR_KSERVE_H
 
+#include "../common/buf.h"
 #include "../common/status.h"
 #include "model.h"
 #include "server.h"
@@ -155,5 +156,17 @@ NR_MUST_CHECK nr_status_t *nr_kserve_cuda_status(const char *region, size_t len)
 /* Registering is refused: INVALID_ARG "failed to register CUDA shared memory
  * region: '<r>', GPUs not supported" (or the missing-name text for NULL). */
 NR_MUST_CHECK nr_status_t *nr_kserve_cuda_register(const char *region, size_t len);
+
+/* ---- trace settings (the trace extension; tracing itself is not built yet) ---- */
+
+/* The settings as Triton reports them with tracing off, for the server or a model: keys and
+ * values in Triton's order (trace_level's value is its one list element). */
+size_t nr_kserve_trace_settings(const char *const **keys, const char *const **values);
+/* An update of setting `key` to `values` (a list; none: clear it): UNSUPPORTED with Triton's
+ * text for trace_file ("trace file location can not be updated through network protocol"),
+ * and for a trace_level other than OFF, which nereid cannot honour; other keys are taken and
+ * change nothing (the settings read back show it). */
+NR_MUST_CHECK nr_status_t *nr_kserve_trace_update(const char *key, size_t key_len,
+                                                  const nr_view_t *values, size_t n);
 
 #endif

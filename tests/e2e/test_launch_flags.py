@@ -313,14 +313,14 @@ HTTP_CALLS = {
     "model-config": ("GET", "/v2/models/simple/config"),
     "model-repository": ("POST", "/v2/repository/index"),
     "statistics": ("GET", "/v2/models/simple/stats"), "logging": ("GET", "/v2/logging"),
+    "trace": ("GET", "/v2/trace/setting"),
 }
 
 
 @pytest.mark.parametrize("group", sorted(HTTP_CALLS))
 def test_restricted_group_over_http(restricted_server, group):
     """Without its header (or with another value, or another group's header) a group's API is
-    refused with Triton's 403 and text; with it, it is served. (nereid serves no HTTP trace
-    endpoint yet: the trace group has nothing to restrict over HTTP.)"""
+    refused with Triton's 403 and text; with it, it is served."""
     from e2e_util import request
     method, path = HTTP_CALLS[group]
     body = INFER_BODY if group == "inference" else b""

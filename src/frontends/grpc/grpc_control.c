@@ -482,22 +482,22 @@ static nr_status_t *trace_setting(nr_grpc_server_t *s, const ProtobufCMessage *r
                                                            strlen(q->model_name), -1))
         return nr_status_new(NR_INVALID_ARG, "Request for unknown model : %s", q->model_name);
     for (size_t i = 0; i < q->n_settings; i++) {
-        const char *k = q->settings[i]->key;
         const Inference__TraceSettingRequest__SettingValue *v = q->settings[i]->value;
-        if (!strcmp(k, "trace_file"))
-            return nr_status_new(NR_UNSUPPORTED, "trace file location can not be updated "
-                                                 "through network protocol");
-        if (!strcmp(k, "trace_level") && v != NULL &&
-            !(v->n_value == 0 || (v->n_value == 1 && !strcmp(v->value[0], "OFF"))))
-            return nr_status_new(NR_UNSUPPORTED, "tracing is not supported by this server: "
-                                                 "'trace_level' can only be OFF");
+        size_t n = v != NULL ? v->n_value : 0;
+        nr_view_t *vals = nr_calloc(n ? n : 1, sizeof(*vals));
+        for (size_t k = 0; k < n; k++)
+            vals[k] = (nr_view_t){v->value[k], strlen(v->value[k])};
+        nr_status_t *st = nr_kserve_trace_update(q->settings[i]->key,
+                                                 strlen(q->settings[i]->key), vals, n);
+        free(vals);
+        if (st != NULL)
+            return st;
     }
-    static const char *const keys[] = {"trace_level", "trace_rate", "trace_count",
-                                       "log_frequency", "trace_file", "trace_mode"};
-    static const char *const vals[] = {"OFF", "1000", "-1", "0", "", "triton"};
-    Inference__TraceSettingResponse__SettingValue sv[6];
-    Inference__TraceSettingResponse__SettingsEntry e[6], *ep[6];
-    for (size_t i = 0; i < 6; i++) {
+    const char *const *keys, *const *vals;
+    size_t n = nr_kserve_trace_settings(&keys, &vals);
+    Inference__TraceSettingResponse__SettingValue sv[8];
+    Inference__TraceSettingResponse__SettingsEntry e[8], *ep[8];
+    for (size_t i = 0; i < n && i < 8; i++) {
         inference__trace_setting_response__setting_value__init(&sv[i]);
         sv[i].n_value = 1;
         sv[i].value = (char **)&vals[i];
@@ -507,7 +507,7 @@ static nr_status_t *trace_setting(nr_grpc_server_t *s, const ProtobufCMessage *r
         ep[i] = &e[i];
     }
     Inference__TraceSettingResponse r = INFERENCE__TRACE_SETTING_RESPONSE__INIT;
-    r.n_settings = 6;
+    r.n_settings = n < 8 ? n : 8;
     r.settings = ep;
     nr_grpc_pack(&r.base, out);
     return NULL;

@@ -227,6 +227,7 @@ void nr_http_repo_index(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r
 void nr_http_repo_control(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 /* GET /v2/logging: the settings; POST: updates them first (the logging extension). */
 void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
+void nr_http_trace(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
 
 /* ---- http_compress.c ---------------------------------------------------- */
 

@@ -547,3 +547,69 @@ void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     nr_buf_putc(b, '}');
     nr_http_json_ok(r);
 }
+
+/* One member of a trace settings update: a string, a list of strings, or null (cleared). */
+static nr_status_t *trace_member(const nr_jv_member_t *m)
+{
+    const nr_jv_t *v = &m->val;
+    size_t n = v->type == NR_JV_ARRAY ? v->n : v->type == NR_JV_STRING ? 1 : 0;
+    if (v->type != NR_JV_ARRAY && v->type != NR_JV_STRING && v->type != NR_JV_NULL)
+        return nr_status_new(NR_INVALID_ARG, "expect string or array of strings for '%.*s'",
+                             (int)m->key_len, m->key);
+    nr_view_t *vals = nr_calloc(n ? n : 1, sizeof(*vals));
+    for (size_t i = 0; i < n; i++) {
+        const nr_jv_t *e = v->type == NR_JV_ARRAY ? &v->u.items[i] : v;
+        if (e->type != NR_JV_STRING) {
+            free(vals);
+            return nr_status_new(NR_INVALID_ARG, "expect string or array of strings for "
+                                 "'%.*s'", (int)m->key_len, m->key);
+        }
+        vals[i] = (nr_view_t){e->u.str, e->n};
+    }
+    nr_status_t *st = nr_kserve_trace_update(m->key, m->key_len, vals, n);
+    free(vals);
+    return st;
+}
+
+void nr_http_trace(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
+{
+    if (q->model != NULL && !nr_kserve_model_ready(s->core, q->model, q->model_len, -1)) {
+        nr_http_error(r, nr_status_new(NR_INVALID_ARG, "Request for unknown model : %.*s",
+                                       (int)q->model_len, q->model));
+        return;
+    }
+    if (strcmp(q->method, "POST") == 0) {
+        nr_json_doc_t *doc;
+        const nr_jv_t *root;
+        nr_status_t *st = nr_json_parse(q->body, q->body_len, &doc, &root);
+        if (st == NULL) {
+            if (root->type != NR_JV_OBJECT)
+                st = nr_status_new(NR_INVALID_ARG, "trace settings must be a JSON object");
+            for (size_t i = 0; st == NULL && i < root->n; i++)
+                st = trace_member(&root->u.members[i]);
+            nr_json_free(doc);
+        }
+        if (st != NULL) {
+            nr_http_error(r, st);
+            return;
+        }
+    }
+    const char *const *keys, *const *vals;
+    size_t n = nr_kserve_trace_settings(&keys, &vals);
+    nr_buf_t *b = &r->body;
+    nr_buf_reset(b);
+    for (size_t i = 0; i < n; i++) { /* Triton's: the level a list, the others strings */
+        nr_buf_putc(b, i ? ',' : '{');
+        nr_buf_json_str(b, keys[i], strlen(keys[i]));
+        nr_buf_putc(b, ':');
+        bool list = !strcmp(keys[i], "trace_level");
+        if (list)
+            nr_buf_putc(b, '[');
+        nr_buf_json_str(b, vals[i], strlen(vals[i]));
+        if (list)
+            nr_buf_putc(b, ']');
+    }
+    nr_buf_putc(b, '}');
+    nr_http_json_ok(r);
+}
+

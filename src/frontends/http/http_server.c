@@ -19,6 +19,7 @@
  *   POST /v2/systemsharedmemory/region/<r>/register      under cudasharedmemory)
  *   POST /v2/systemsharedmemory[/region/<r>]/unregister
  *   GET | POST /v2/logging                      log settings (POST: update them)
+ *   GET | POST /v2[/models/<m>]/trace/setting   trace settings (tracing is not built yet)
  * A known path with the wrong method answers 405, anything else 404.
  */
 #include "http_int.h"
@@ -60,6 +61,7 @@ typedef enum {
     R_CUDA_REGISTER,
     R_CUDA_UNREGISTER,
     R_LOGGING,
+    R_TRACE,
 } route_id_t;
 
 static void h_server_meta(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r);
@@ -98,6 +100,7 @@ static const struct {
     [R_CUDA_UNREGISTER] = {"POST", nr_http_cuda_unregister, false, false,
                            NR_API_SHARED_MEMORY},
     [R_LOGGING] = {"GET", nr_http_logging, true, true, NR_API_LOGGING},
+    [R_TRACE] = {"GET", nr_http_trace, true, true, NR_API_TRACE},
 };
 
 static bool allowed(route_id_t id, const char *method)
@@ -213,6 +216,8 @@ static void route_models(const char *p, match_t *m)
         m->id = R_MODEL_STATS;
     else if (strcmp(p, "/infer") == 0)
         m->id = R_INFER;
+    else if (strcmp(p, "/trace/setting") == 0)
+        m->id = R_TRACE;
     else if (strcmp(p, "/generate") == 0 || strcmp(p, "/generate_stream") == 0) {
         m->id = R_GENERATE;
         m->stream = p[9] == '_';
@@ -270,6 +275,8 @@ static match_t route(const char *url)
         m.id = R_READY;
     else if (strcmp(p, "/v2/logging") == 0)
         m.id = R_LOGGING;
+    else if (strcmp(p, "/v2/trace/setting") == 0)
+        m.id = R_TRACE;
     else if (take(&p, "/v2/models/"))
         route_models(p, &m);
     else if (take(&p, "/v2/repository/"))
