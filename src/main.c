@@ -92,7 +92,13 @@ int main(int argc, char **argv)
     nr_opts_init(&o);
     parse_args(argc, argv, &o);
     int rc = 1;
-    nr_status_t *st = nr_opts_apply_log(&o);
+    nr_status_t *st = nr_opts_finish(&o);
+    if (st != NULL) { /* (Triton exits 1 on these) */
+        fprintf(stderr, "%s\n", st->msg);
+        nr_status_free(st);
+        goto out;
+    }
+    st = nr_opts_apply_log(&o);
     if (st != NULL) {
         fprintf(stderr, "error: %s\n", st->msg);
         nr_status_free(st);

@@ -169,6 +169,8 @@ nereid_error_t *nereid_server_new(const nereid_options_t *op, nereid_server_t **
         st = apply(&s->o, op->flags[i], v);
     }
     if (st == NULL)
+        st = nr_opts_finish(&s->o);
+    if (st == NULL)
         st = nr_opts_apply_log(&s->o); /* process-wide, as on the command line */
     bool frontend_failed;
     if (st == NULL)

@@ -26,6 +26,7 @@
 static nr_status_t *set_no_autocomplete(void *o, const nr_cli_opt_t *f, const char *v)
 {
     ((nr_opts_t *)o)->autocomplete = false;
+    ((nr_opts_t *)o)->given.no_autocomplete = true;
     return NULL;
 }
 
@@ -53,6 +54,7 @@ static nr_status_t *set_strict_model_config(void *o, const nr_cli_opt_t *f, cons
     fprintf(stderr, "Warning: '--strict-model-config' has been deprecated! Please use "
                     "'--disable-auto-complete-config' instead.\n");
     ((nr_opts_t *)o)->autocomplete = !b;
+    ((nr_opts_t *)o)->given.strict_model_config = b ? 1 : 0;
     return NULL;
 }
 
@@ -233,6 +235,7 @@ static nr_status_t *set_forward_pattern(void *o, const nr_cli_opt_t *f, const ch
 /* --cache-config=local,size=<bytes> (core/cache.h; process-wide) */
 static nr_status_t *set_cache_config(void *o, const nr_cli_opt_t *f, const char *v)
 {
+    ((nr_opts_t *)o)->given.cache_config = true;
     return nr_cache_config(v);
 }
 
@@ -242,6 +245,7 @@ static nr_status_t *set_cache_byte_size(void *o, const nr_cli_opt_t *f, const ch
     uint64_t n;
     if (!nr_cli_u64(v, &n))
         return nr_cli_bad_value(v);
+    ((nr_opts_t *)o)->given.cache_byte_size = true;
     fprintf(stderr, "Warning: '--response-cache-byte-size' has been deprecated! This will "
                     "default to the 'local' cache implementation with the provided byte size "
                     "for its config. Please use '--cache-config' instead. The equivalent "
@@ -563,6 +567,7 @@ void nr_opts_init(nr_opts_t *o)
         .control_mode = "none",
         .poll_secs = 15,
         .model_load_threads = 4, /* Triton's default */
+        .given = {.strict_model_config = -1},
         .log_info = true,
         .log_warn = true,
         .log_error = true,
@@ -571,6 +576,21 @@ void nr_opts_init(nr_opts_t *o)
     };
     nr_grpc_options_default(&o->grpc);
     nr_metrics_options_default(&o->metrics);
+}
+
+nr_status_t *nr_opts_finish(nr_opts_t *o)
+{
+    if (o->given.no_autocomplete) { /* Triton: it wins over the deprecated flag, in any order */
+        if (o->given.strict_model_config == 0)
+            fprintf(stderr, "Warning: Overriding deprecated '--strict-model-config' from False "
+                            "to True in favor of '--disable-auto-complete-config'!\n");
+        o->autocomplete = false;
+    }
+    if (o->given.cache_byte_size && o->given.cache_config)
+        return nr_status_new(NR_INVALID_ARG, "Error: Incompatible flags "
+                             "--response-cache-byte-size and --cache-config both provided. "
+                             "Please provide one or the other.");
+    return NULL;
 }
 
 void nr_opts_free(nr_opts_t *o)

@@ -57,6 +57,10 @@ typedef struct {
      * not built yet): a warning line each, once per flag, printed at start (nr_boot_start). */
     nr_opts_note_t *notes;
     size_t n_notes;
+    struct { /* flags whose meaning depends on others (nr_opts_finish) */
+        bool no_autocomplete, cache_config, cache_byte_size;
+        int strict_model_config; /* -1: not given, else its value */
+    } given;
     const char *log_file;
     bool log_info, log_warn, log_error; /* copied into nr_log_settings once parsed */
     int log_verbose;
@@ -75,6 +79,10 @@ const nr_cli_opt_t *nr_opts_flags(size_t *n);
  * and must outlive the options. See above for the errors. */
 NR_MUST_CHECK nr_status_t *nr_opts_set(nr_opts_t *o, const char *name, size_t len,
                                        const char *value);
+/* Triton's checks once every flag is read: --disable-auto-complete-config wins over
+ * --strict-model-config=false whatever their order (with Triton's warning on stderr);
+ * --response-cache-byte-size with --cache-config is refused (INVALID_ARG, Triton's text). */
+NR_MUST_CHECK nr_status_t *nr_opts_finish(nr_opts_t *o);
 /* "Usage: nereid [options]" and a line per option. */
 void nr_opts_usage(FILE *f);
 /* The log settings the options ask for, process-wide (common/log.h): the levels, and

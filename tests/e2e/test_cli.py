@@ -117,7 +117,11 @@ def test_strict_model_config_false_deprecated(server_factory, repos):
 
 
 @pytest.mark.parametrize("args", [["--strict-model-config=true"],
-                                  ["--disable-auto-complete-config"]])
+                                  ["--disable-auto-complete-config"],
+                                  ["--disable-auto-complete-config",
+                                   "--strict-model-config=false"],
+                                  ["--strict-model-config=false",
+                                   "--disable-auto-complete-config"]])
 def test_auto_complete_disabled(server_factory, repos, args):
     srv = server_factory([repos["repo_strict"]], args + ["--exit-on-error=false"], name="noac")
     assert_empty(get(srv.port, "/v2/models/simple/ready"), 200)
@@ -126,6 +130,19 @@ def test_auto_complete_disabled(server_factory, repos, args):
     assert get(srv.port, "/v2/models/simple_noconfig").status == 404
     cfg = get(srv.port, "/v2/models/simple/config").json()
     assert cfg["max_batch_size"] == 8
+    # Triton: --disable-auto-complete-config wins, in either order, and says so
+    override = ("Warning: Overriding deprecated '--strict-model-config' from False to True in "
+                "favor of '--disable-auto-complete-config'!")
+    assert (override in srv.log) == ("--strict-model-config=false" in args), srv.log_tail()
+
+
+def test_cache_flags_incompatible(repos):
+    """--response-cache-byte-size and --cache-config together: Triton's refusal, exit 1."""
+    p = run_cli([f"--model-repository={repos['repo_small']}", "--response-cache-byte-size=1024",
+                 "--cache-config=local,size=2048"])
+    assert p.returncode == 1, p.stderr[-500:]
+    assert (b"Error: Incompatible flags --response-cache-byte-size and --cache-config both "
+            b"provided. Please provide one or the other.") in p.stderr, p.stderr[-500:]
 
 
 # ----------------------------------------------------------------------------- model control mode
