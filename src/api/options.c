@@ -188,18 +188,41 @@ static nr_status_t *no_effect_if_true(void *o, const nr_cli_opt_t *f, const char
     return NULL;
 }
 
+/* "<a><sep><b>": whether the integer a is in [lo, hi] and b passes `second` (*rest: b). */
+static bool pair_ok(const char *v, char sep, long long lo, long long hi,
+                    bool (*second)(const char *b, long long lo, long long hi), const char **rest)
+{
+    const char *at = strchr(v, sep);
+    *rest = at;
+    if (at == NULL)
+        return false;
+    long long n;
+    char *a = nr_strndup(v, (size_t)(at - v));
+    bool ok = nr_cli_int(a, lo, hi, &n) && second(at + 1, lo, hi);
+    free(a);
+    return ok;
+}
+
+static bool is_number(const char *b, long long lo, long long hi)
+{
+    double x;
+    return nr_cli_double(b, 0, &x);
+}
+
+static bool is_int(const char *b, long long lo, long long hi)
+{
+    long long n;
+    return nr_cli_int(b, lo, hi, &n);
+}
+
 /* <int>:<number> (a GPU device and a size or fraction), Triton's form for the CUDA flags. */
 static nr_status_t *no_effect_device_pair(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    const char *colon = strchr(v, ':');
-    double x;
-    long long dev;
+    const char *colon;
+    bool ok = pair_ok(v, ':', 0, INT_MAX, is_number, &colon);
     if (colon == NULL)
         return nr_status_new(NR_INVALID_ARG, "--%s must be of the form <device>:<value>, got "
                                              "'%s'", f->name, v);
-    char *d = nr_strndup(v, (size_t)(colon - v));
-    bool ok = nr_cli_int(d, 0, INT_MAX, &dev) && nr_cli_double(colon + 1, 0, &x);
-    free(d);
     if (!ok)
         return nr_cli_bad_value(v);
     note_no_effect(o, f, v);
@@ -273,12 +296,8 @@ static nr_status_t *add_rate_limit_resource(void *o, const nr_cli_opt_t *f, cons
 /* --sagemaker-safe-port-range=<int>-<int> */
 static nr_status_t *no_effect_port_range(void *o, const nr_cli_opt_t *f, const char *v)
 {
-    const char *dash = strchr(v, '-');
-    long long a, b;
-    char *lo = dash ? nr_strndup(v, (size_t)(dash - v)) : NULL;
-    bool ok = lo != NULL && nr_cli_int(lo, 0, 65535, &a) && nr_cli_int(dash + 1, 0, 65535, &b);
-    free(lo);
-    if (!ok)
+    const char *dash;
+    if (!pair_ok(v, '-', 0, 65535, is_int, &dash))
         return nr_cli_bad_value(v);
     note_no_effect(o, f, v);
     return NULL;

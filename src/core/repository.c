@@ -389,11 +389,13 @@ static nr_status_t *runtime_refused(const nr_model_config_t *cfg, const char *di
 
 /* Reads (or takes from the override), completes and validates the config of
  * model `name` in dir; *backend gets its backend. */
+static bool is_ensemble(const nr_model_config_t *cfg);
+
 /* Config sections a Triton user expects to do something that nereid does not do (yet): said
  * once per load, never ignored silently. */
 static void warn_without_effect(const nr_model_config_t *cfg)
 {
-    bool ensemble = cfg->platform && !strcmp(cfg->platform, "ensemble");
+    bool ensemble = is_ensemble(cfg);
     if (cfg->response_cache_enable && !nr_cache_enabled())
         NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: no cache is "
                     "configured (--cache-config=local,size=<bytes>)", cfg->name);
