@@ -11,6 +11,7 @@ libmicrohttpd zeroing its connection pool between two requests, done with `rep s
 callgrind counts once per byte although the CPU stores 32 or more bytes a cycle.
 
     .venv/bin/python bench/callgrind.py [N]        # N = 1000
+    .venv/bin/python bench/callgrind.py N --trace  # also with tracing at rate 1000 (issue #39)
 """
 import collections, glob, http.client, json, os, re, shutil, subprocess, sys, tempfile, time
 
@@ -60,14 +61,16 @@ def short(ob, fn):
     return "other"
 
 
-def instructions_per_request(tmp, n=1000):
-    """(Ir per request, "nereid x%, ..." split) for n identity_fp32 JSON requests."""
+def instructions_per_request(tmp, n=1000, args=()):
+    """(Ir per request, "nereid x%, ..." split) for n identity_fp32 JSON requests (args: more
+    server flags)."""
     repo = os.path.join(tmp, "callgrind_repo")
     shutil.copytree(os.path.join(REPO, "identity_fp32"), os.path.join(repo, "identity_fp32"))
     out = os.path.join(tmp, "callgrind.out")
     p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                           NEREID, f"--model-repository={repo}", f"--http-port={PORT}",
-                          "--http-address=127.0.0.1", "--grpc-port=0", "--metrics-port=0"],
+                          "--http-address=127.0.0.1", "--grpc-port=0", "--metrics-port=0",
+                          *args],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_live(PORT, p, 600, "/v2/health/ready")
@@ -114,6 +117,12 @@ def main():
         ir, split = instructions_per_request(tmp, n)
         print(f"instructions per request (identity_fp32 JSON, {n} requests, "
               f"{time.time() - t0:.0f} s): {ir:,.0f}; by object: {split}")
+        if "--trace" in sys.argv:
+            shutil.rmtree(os.path.join(tmp, "callgrind_repo"))
+            tr, split = instructions_per_request(tmp, n, (
+                "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1000",
+                f"--trace-config=triton,file={tmp}/trace.json"))
+            print(f"with tracing at rate 1000: {tr:,.0f} ({tr / ir:.4f}x); by object: {split}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -11,15 +11,20 @@ baseline from the same run, interleaved rounds, medians of the per-round figures
 - The cost of metrics: the same HTTP and gRPC loads at c=16 against a server with metrics on
   (the default, scraped every second during the run as Prometheus would) and one started with
   --allow-metrics=false, which goes first alternating between rounds. Goal: within 2%.
+- The cost of tracing (issue #39): the same loads at c=16 against a server tracing at Triton's
+  default rate (--trace-config level=TIMESTAMPS, rate=1000, a file) and one without tracing,
+  alternating which goes first; the figure is the server's own CPU per request (/proc). Goal:
+  within 3%. A server tracing every request (rate=1) is reported beside them.
 - For scale (environment.md): Triton 2.51 over gRPC on this machine class, perf_analyzer as the
   client, 4.7k infer/s at c=1 and 14.5k at c=16.
 
-    .venv/bin/python bench/protocols.py      # BENCH_ROUNDS=3 BENCH_SECONDS=5 BENCH_ONLY=metrics
+    .venv/bin/python bench/protocols.py      # BENCH_ROUNDS=3 BENCH_SECONDS=5 BENCH_ONLY=trace
 """
 import os, re, shutil, statistics, struct, subprocess, sys, tempfile, threading, time
 import urllib.request
 
-from benchlib import NEREID, REPO, ROOT, print_rows, start_server, stop_server, wrk, write_lua
+from benchlib import (NEREID, REPO, ROOT, cpu_seconds, print_rows, start_server, stop_server, wrk,
+                      write_lua)
 
 GRPC_LOAD = os.path.join(ROOT, "build/bin/bench-grpc-load")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -170,8 +175,50 @@ def metrics_rows(lua, req):
         stop_server(off)
 
 
+def trace_rows(lua, req, tmp):
+    """Server CPU per request with tracing at rate 1000 (and 1) against tracing off."""
+    print(f"\ntracing (level TIMESTAMPS, a file) vs off, c=16, {ROUNDS} rounds, server CPU per "
+          f"request")
+    on = lambda rate: ("--trace-config=level=TIMESTAMPS", f"--trace-config=rate={rate}",  # noqa
+                       f"--trace-config=triton,file={tmp}/trace{rate}.json",
+                       "--trace-config=triton,log-frequency=1000")
+    srvs = {"off": start_server(REPO, 18630, "--grpc-port=18631", "--grpc-address=127.0.0.1",
+                                "--allow-metrics=false"),
+            "1000": start_server(REPO, 18640, "--grpc-port=18641", "--grpc-address=127.0.0.1",
+                                 "--allow-metrics=false", *on(1000)),
+            "1": start_server(REPO, 18650, "--grpc-port=18651", "--grpc-address=127.0.0.1",
+                              "--allow-metrics=false", *on(1))}
+    ports = {"off": 18630, "1000": 18640, "1": 18650}
+    try:
+        for proto in ("HTTP", "gRPC unary"):
+            res = {k: [] for k in srvs}
+            for rnd in range(ROUNDS):
+                order = list(srvs) if rnd % 2 == 0 else list(reversed(srvs))
+                for k in order:
+                    pid = srvs[k].pid
+                    c0 = cpu_seconds(pid)
+                    if proto == "HTTP":
+                        r = wrk(ports[k], PATH, lua, 16, SECS)
+                    else:
+                        r = grpc_load(ports[k] + 1, req, "unary", 16, SECS)
+                    us = (cpu_seconds(pid) - c0) / (r[0] * SECS) * 1e6
+                    res[k].append((r[0], us))
+            for k, goal in (("1000", "<= 1.03"), ("1", "report")):
+                ratios = [a[1] / b[1] for a, b in zip(res[k], res["off"])]
+                v = med(x[1] for x in res[k])
+                base = med(x[1] for x in res["off"])
+                row(f"{proto} c=16 server CPU/request, tracing rate={k} (rounds "
+                    f"{', '.join(f'{x:.3f}' for x in ratios)})",
+                    f"{v:.1f} us ({med(x[0] for x in res[k]):.0f} req/s)",
+                    f"off {base:.1f} us ({med(x[0] for x in res['off']):.0f} req/s)",
+                    med(ratios), goal, med(ratios) <= 1.03 if k == "1000" else None)
+    finally:
+        for p in srvs.values():
+            stop_server(p)
+
+
 def main():
-    only = os.environ.get("BENCH_ONLY")  # "protocols" or "metrics"
+    only = os.environ.get("BENCH_ONLY")  # "protocols", "metrics" or "trace"
     if not os.path.exists(GRPC_LOAD):
         sys.exit(f"{GRPC_LOAD} missing: `make {os.path.relpath(GRPC_LOAD, ROOT)}`")
     tmp = tempfile.mkdtemp(prefix="nereid-bench-grpc-")
@@ -182,6 +229,8 @@ def main():
             protocol_rows(lua, req)
         if only in (None, "metrics"):
             metrics_rows(lua, req)
+        if only in (None, "trace"):
+            trace_rows(lua, req, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\n## bench/protocols.py, {time.strftime('%Y-%m-%d %H:%M')}, {time.time() - t0:.0f} s, "

@@ -7,6 +7,7 @@
 #include "../common/net.h"
 #include "../core/rate_limit.h"
 #include "../core/repository.h"
+#include "../core/trace.h"
 #include "../frontends/http/http_server.h"
 #include "../common/version.h"
 
@@ -220,6 +221,10 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .version = NR_VERSION,
         .strict_readiness = o->strict_readiness,
     };
+    nr_trace_start(&o->trace); /* process-wide, as the cache; stopped with the server */
+    const char *idle = nr_trace_idle_reason();
+    if (idle != NULL)
+        NR_LOG_WARN("--trace-config asks for tracing, but no request will be traced: %s", idle);
     nr_boot_t *b = nr_calloc(1, sizeof(*b));
     b->o = o;
     b->core = nr_server_new(&so, repo); /* owns repo from here */
@@ -240,6 +245,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
     if (!start_frontends(b->fe, b->core)) {
         stop_frontends(b->fe);
         nr_server_free(b->core);
+        nr_trace_stop();
         free(b);
         *frontend_failed = true;
         return nr_status_new(NR_UNAVAILABLE, "a frontend could not start");
@@ -274,5 +280,6 @@ void nr_boot_stop(nr_boot_t *b)
         (void)nr_boot_drain(b);
     stop_frontends(b->fe);
     nr_server_free(b->core);
+    nr_trace_stop(); /* every request is done: what was traced is written */
     free(b);
 }

@@ -130,12 +130,6 @@ static const struct {
     {"cache-directory",
      "nereid's response cache (--cache-config=local,size=<bytes>) is built in: no cache "
      "library is loaded"},
-    {"trace-config", "tracing is not implemented yet: no trace is recorded"},
-    {"trace-file", "tracing is not implemented yet: no trace is recorded"},
-    {"trace-level", "tracing is not implemented yet: no trace is recorded"},
-    {"trace-rate", "tracing is not implemented yet: no trace is recorded"},
-    {"trace-count", "tracing is not implemented yet: no trace is recorded"},
-    {"trace-log-frequency", "tracing is not implemented yet: no trace is recorded"},
 };
 
 static void note_no_effect(nr_opts_t *o, const nr_cli_opt_t *f, const char *v)
@@ -291,6 +285,246 @@ static nr_status_t *set_rate_limit(void *o, const nr_cli_opt_t *f, const char *v
 static nr_status_t *add_rate_limit_resource(void *o, const nr_cli_opt_t *f, const char *v)
 {
     return nr_rl_add_resource(v);
+}
+
+/* ---- tracing (core/trace.h): Triton's --trace-config and its deprecated --trace-* flags ---- */
+
+/* Triton's ParseTraceLevelOption: the level's bits (0: off), or -1. */
+static int trace_level_of(const char *v)
+{
+    static const struct {
+        const char *word;
+        int level;
+    } words[] = {{"false", 0}, {"off", 0}, {"true", NR_TRACE_TIMESTAMPS},
+                 {"on", NR_TRACE_TIMESTAMPS}, {"min", NR_TRACE_TIMESTAMPS},
+                 {"max", NR_TRACE_TIMESTAMPS}, {"timestamps", NR_TRACE_TIMESTAMPS},
+                 {"tensors", NR_TRACE_TENSORS}};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (!strcasecmp(v, words[i].word))
+            return words[i].level;
+    return -1;
+}
+
+static char *lowered(const char *v, size_t n)
+{
+    char *l = nr_strndup(v, n);
+    for (char *p = l; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return l;
+}
+
+/* A level (OR'ed into the options' level; off remembered: it wins at the end). */
+static nr_status_t *trace_level(nr_opts_t *o, const char *v)
+{
+    int level = trace_level_of(v);
+    if (level < 0) {
+        char *l = lowered(v, strlen(v));
+        nr_status_t *st = nr_status_new(NR_INVALID_ARG, "invalid value for trace level option: "
+                                        "%s", l);
+        free(l);
+        return st;
+    }
+    if (level == 0)
+        o->given.trace_off = true;
+    o->trace.level |= (unsigned)level;
+    return NULL;
+}
+
+/* Triton's ParseTraceModeOption on v[0, n). */
+static nr_status_t *trace_mode(const char *v, size_t n, nr_trace_mode_t *mode)
+{
+    char *l = lowered(v, n);
+    nr_status_t *st = NULL;
+    if (!strcmp(l, "triton"))
+        *mode = NR_TRACE_MODE_TRITON;
+    else if (!strcmp(l, "opentelemetry"))
+        *mode = NR_TRACE_MODE_OPENTELEMETRY;
+    else
+        st = nr_status_new(NR_INVALID_ARG, "invalid value for trace mode option: %s. Available "
+                           "options are \"triton\" and \"opentelemetry\"", l);
+    free(l);
+    return st;
+}
+
+static nr_status_t *trace_int(const char *v, int32_t *out)
+{
+    long long n;
+    if (!nr_cli_int(v, INT_MIN, INT_MAX, &n))
+        return nr_cli_bad_value(v);
+    *out = (int32_t)n;
+    return NULL;
+}
+
+/* --trace-file, --trace-level, --trace-rate, --trace-count, --trace-log-frequency */
+static nr_status_t *set_trace_deprecated(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    static const struct {
+        const char *flag, *use;
+    } uses[] = {{"trace-file", "triton,file=<filepath>"},
+                {"trace-level", "level=<OFF|TIMESTAMPS|TENSORS>"},
+                {"trace-rate", "rate=<rate value>"},
+                {"trace-count", "count=<count value>"},
+                {"trace-log-frequency", "triton,log-frequency=<log frequency value>"}};
+    size_t i = 0;
+    while (strcmp(uses[i].flag, f->name))
+        i++;
+    fprintf(stderr, "Warning: '--%s' has been deprecated and will be removed in future releases. "
+                    "Please use '--trace-config %s instead.\n", f->name, uses[i].use);
+    nr_opts_t *op = o;
+    int32_t n = 0;
+    nr_status_t *st = NULL;
+    switch (i) {
+    case 0:
+        op->trace.file = v;
+        op->given.trace_file = true;
+        break;
+    case 1:
+        st = trace_level(op, v);
+        op->given.trace_level = true;
+        break;
+    case 2:
+        if ((st = trace_int(v, &n)) == NULL)
+            op->trace.rate = (uint32_t)n;
+        op->given.trace_rate = true;
+        break;
+    case 3:
+        if ((st = trace_int(v, &n)) == NULL)
+            op->trace.count = n;
+        op->given.trace_count = true;
+        break;
+    default:
+        if ((st = trace_int(v, &n)) == NULL)
+            op->trace.log_frequency = (uint32_t)n;
+        op->given.trace_log_frequency = true;
+        break;
+    }
+    return st;
+}
+
+/* --trace-config [<mode>,]<setting>=<value>: its form checked now (Triton's
+ * ParseTraceConfigOption), applied by nr_opts_finish over the deprecated flags. */
+static nr_status_t *add_trace_config(void *o, const nr_cli_opt_t *f, const char *v)
+{
+    const char *comma = strchr(v, ','), *setting = comma ? comma + 1 : v;
+    const char *eq = strchr(setting, '=');
+    if (comma == v)
+        return nr_status_new(NR_INVALID_ARG, "No trace mode specified. --trace-config option "
+                             "format is <trace mode>,<setting>=<value> or <setting>=<value>. "
+                             "Got %s\n", v);
+    nr_trace_mode_t mode;
+    nr_status_t *st = comma ? trace_mode(v, (size_t)(comma - v), &mode) : NULL;
+    if (st != NULL)
+        return st;
+    if (eq == NULL || eq == setting || eq[1] == '\0')
+        return nr_status_new(NR_INVALID_ARG, "--trace-config option format is '<trace mode>,"
+                             "<setting>=<value>'. Got %s\n", v);
+    nr_opts_t *op = o;
+    op->given.trace_config = nr_grow(op->given.trace_config, op->given.n_trace_config,
+                                     sizeof(char *));
+    op->given.trace_config[op->given.n_trace_config++] = v;
+    return NULL;
+}
+
+/* The --trace-config settings of one mode ("": the global ones) in order: fn(o, setting,
+ * value) for each; fn's error is Triton's "Bad option: "--trace-config [<mode>,]<setting>"." */
+static nr_status_t *each_trace_config(nr_opts_t *o, const char *mode,
+                                      nr_status_t *(*fn)(nr_opts_t *o, const char *setting,
+                                                         const char *value))
+{
+    for (size_t i = 0; i < o->given.n_trace_config; i++) {
+        const char *v = o->given.trace_config[i], *comma = strchr(v, ',');
+        const char *setting = comma ? comma + 1 : v, *eq = strchr(setting, '=');
+        char *m = comma ? lowered(v, (size_t)(comma - v)) : nr_strdup("");
+        bool mine = !strcmp(m, mode);
+        free(m);
+        if (!mine)
+            continue;
+        char *name = nr_strndup(setting, (size_t)(eq - setting));
+        nr_status_t *st = fn(o, name, eq + 1);
+        if (st != NULL) {
+            nr_status_t *w = nr_status_new(NR_INVALID_ARG, "Bad option: \"--trace-config %s%s%s"
+                                           "\".\n%s\n", mode, mode[0] ? "," : "", name,
+                                           st->msg);
+            nr_status_free(st);
+            free(name);
+            return w;
+        }
+        free(name);
+    }
+    return NULL;
+}
+
+static void overriding(bool deprecated_given, const char *flag, const char *what)
+{
+    if (deprecated_given)
+        fprintf(stderr, "Warning: Overriding deprecated '--%s' in favor of provided %s in "
+                        "--trace-config!\n", flag, what);
+}
+
+static nr_status_t *global_trace_setting(nr_opts_t *o, const char *setting, const char *value)
+{
+    int32_t n = 0;
+    nr_status_t *st = NULL;
+    if (!strcmp(setting, "rate")) {
+        overriding(o->given.trace_rate, "trace-rate", "rate value");
+        if ((st = trace_int(value, &n)) == NULL)
+            o->trace.rate = (uint32_t)n;
+    } else if (!strcmp(setting, "level")) {
+        overriding(o->given.trace_level, "trace-level", "level");
+        st = trace_level(o, value);
+    } else if (!strcmp(setting, "mode")) {
+        st = trace_mode(value, strlen(value), &o->trace.mode);
+    } else if (!strcmp(setting, "count")) {
+        overriding(o->given.trace_count, "trace-count", "count");
+        if ((st = trace_int(value, &n)) == NULL)
+            o->trace.count = n;
+    }
+    return st; /* (Triton ignores other settings) */
+}
+
+static nr_status_t *triton_trace_setting(nr_opts_t *o, const char *setting, const char *value)
+{
+    int32_t n = 0;
+    nr_status_t *st = NULL;
+    if (!strcmp(setting, "file")) {
+        overriding(o->given.trace_file, "trace-file", "file");
+        o->trace.file = value;
+    } else if (!strcmp(setting, "log-frequency")) {
+        overriding(o->given.trace_log_frequency, "trace-log-frequency", "log-frequency");
+        if ((st = trace_int(value, &n)) == NULL)
+            o->trace.log_frequency = (uint32_t)n;
+    }
+    return st;
+}
+
+static nr_status_t *otel_trace_setting(nr_opts_t *o, const char *setting, const char *value)
+{
+    if (!strncmp(setting, "bsp_", 4)) { /* Triton's ParseOption<uint32_t> */
+        uint64_t n;
+        if (!nr_cli_u64(value, &n) || n > UINT32_MAX)
+            return nr_cli_bad_value(value);
+    }
+    return NULL;
+}
+
+static nr_status_t *trace_finish(nr_opts_t *o)
+{
+    nr_status_t *st = each_trace_config(o, "", global_trace_setting);
+    if (st == NULL && o->trace.mode == NR_TRACE_MODE_OPENTELEMETRY) {
+        if (o->given.trace_file)
+            fprintf(stderr, "Warning: '--trace-file' is deprecated and will be ignored with "
+                            "opentelemetry tracing mode. \n");
+        if (o->given.trace_log_frequency)
+            fprintf(stderr, "Warning: '--trace-log-frequency' is deprecated and will be ignored "
+                            "with opentelemetry tracing mode.\n");
+        st = each_trace_config(o, "opentelemetry", otel_trace_setting);
+    } else if (st == NULL) {
+        st = each_trace_config(o, "triton", triton_trace_setting);
+    }
+    if (o->given.trace_off)
+        o->trace.level = 0;
+    return st;
 }
 
 /* --sagemaker-safe-port-range=<int>-<int> */
@@ -509,13 +743,16 @@ static const nr_cli_opt_t flag_table[] = {
        "with the resources their rate_limiter names"),
     FN("rate-limit-resource", add_rate_limit_resource, "=<name>:<count>[:<device>]",
        "A resource's count (default: the most any instance\nasks for); repeatable"),
-    FN("trace-config", no_effect_any, "=[<mode>,]<setting>=<value>",
-       "Accepted with a warning: no tracing yet"),
-    FN("trace-file", no_effect_any, "=<path>", ""),
-    FN("trace-level", no_effect_any, "=<level>", ""),
-    FN("trace-rate", no_effect_int, "=<int>", ""),
-    FN("trace-count", no_effect_int, "=<int>", ""),
-    FN("trace-log-frequency", no_effect_int, "=<int>", ""),
+    FN("trace-config", add_trace_config, "=[<mode>,]<setting>=<value>",
+       "Tracing: level=OFF|TIMESTAMPS|TENSORS, rate=<n> (every\n"
+       "n-th request), count=<n> (-1: no limit), mode=triton;\n"
+       "triton,file=<path>, triton,log-frequency=<n>; repeatable"),
+    FN("trace-file", set_trace_deprecated, "=<path>", "Deprecated: --trace-config triton,file="),
+    FN("trace-level", set_trace_deprecated, "=<level>", "Deprecated: --trace-config level="),
+    FN("trace-rate", set_trace_deprecated, "=<int>", "Deprecated: --trace-config rate="),
+    FN("trace-count", set_trace_deprecated, "=<int>", "Deprecated: --trace-config count="),
+    FN("trace-log-frequency", set_trace_deprecated, "=<int>",
+       "Deprecated: --trace-config triton,log-frequency="),
     INT("model-load-thread-count", model_load_threads, 1, 1024, "=<int>",
         "Models whose sessions and instances are made at once at\n"
         "startup (default 4)"),
@@ -587,6 +824,7 @@ void nr_opts_init(nr_opts_t *o)
         .poll_secs = 15,
         .model_load_threads = 4, /* Triton's default */
         .given = {.strict_model_config = -1},
+        .trace = {.rate = 1000, .count = -1, .file = "", .mode = NR_TRACE_MODE_TRITON},
         .log_info = true,
         .log_warn = true,
         .log_error = true,
@@ -605,6 +843,9 @@ nr_status_t *nr_opts_finish(nr_opts_t *o)
                             "to True in favor of '--disable-auto-complete-config'!\n");
         o->autocomplete = false;
     }
+    nr_status_t *st = trace_finish(o);
+    if (st != NULL)
+        return st;
     if (o->given.cache_byte_size && o->given.cache_config)
         return nr_status_new(NR_INVALID_ARG, "Error: Incompatible flags "
                              "--response-cache-byte-size and --cache-config both provided. "
@@ -623,6 +864,9 @@ void nr_opts_free(nr_opts_t *o)
     nr_restrict_free(&o->grpc.restricted);
     free(o->repos);
     free(o->load_models);
+    free(o->given.trace_config);
+    o->given.trace_config = NULL;
+    o->given.n_trace_config = 0;
     o->repos = NULL;
     o->load_models = NULL;
     o->n_repos = o->n_load_models = 0;

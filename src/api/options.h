@@ -15,6 +15,7 @@
 
 #include "../common/cli.h"
 #include "../common/status.h"
+#include "../core/trace.h"
 #include "../frontends/grpc/grpc_server.h"
 #include "../frontends/metrics/metrics_server.h"
 
@@ -60,7 +61,13 @@ typedef struct {
     struct { /* flags whose meaning depends on others (nr_opts_finish) */
         bool no_autocomplete, cache_config, cache_byte_size;
         int strict_model_config; /* -1: not given, else its value */
+        /* tracing: the deprecated --trace-* flags given, a level of OFF among them, and the
+         * --trace-config values (checked when given, applied over the deprecated flags) */
+        bool trace_level, trace_rate, trace_count, trace_file, trace_log_frequency, trace_off;
+        const char **trace_config;
+        size_t n_trace_config;
     } given;
+    nr_trace_config_t trace; /* what tracing starts with (complete after nr_opts_finish) */
     const char *log_file;
     bool log_info, log_warn, log_error; /* copied into nr_log_settings once parsed */
     int log_verbose;
@@ -81,7 +88,9 @@ NR_MUST_CHECK nr_status_t *nr_opts_set(nr_opts_t *o, const char *name, size_t le
                                        const char *value);
 /* Triton's checks once every flag is read: --disable-auto-complete-config wins over
  * --strict-model-config=false whatever their order (with Triton's warning on stderr);
- * --response-cache-byte-size with --cache-config is refused (INVALID_ARG, Triton's text). */
+ * --response-cache-byte-size with --cache-config is refused (INVALID_ARG, Triton's text);
+ * the --trace-config settings are applied over the deprecated --trace-* flags (Triton's
+ * "Bad option: "--trace-config rate"." for a bad value). */
 NR_MUST_CHECK nr_status_t *nr_opts_finish(nr_opts_t *o);
 /* "Usage: nereid [options]" and a line per option. */
 void nr_opts_usage(FILE *f);

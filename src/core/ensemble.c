@@ -734,6 +734,8 @@ static void launch(run_t *r, ctx_t *c, uint32_t s)
     nr_req_t *sq = nr_req_new(run_on);
     const nr_req_t *req = r->req;
     bool batching = run_on->cfg->max_batch_size > 0;
+    if (req->trace != NULL) /* a step of a traced request: a child trace */
+        sq->trace = nr_trace_child(req->trace);
     if (req->id != NULL && req->id[0])
         err = nr_req_set_id(sq, req->id, strlen(req->id));
     for (size_t k = 0; err == NULL && k < st->n_in; k++) {

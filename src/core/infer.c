@@ -180,6 +180,12 @@ nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg)
 {
     inf->req->done = done;
     inf->req->done_arg = arg;
+    if (nr_trace_armed() && inf->req->trace == NULL) {
+        nr_trace_t *t = nr_trace_sample(inf->model->name);
+        if (t != NULL)
+            nr_trace_recv(t, inf->proto, inf->t_recv_ns[0], inf->t_recv_ns[1]);
+        inf->req->trace = t;
+    }
     return nr_model_submit(inf->model, inf->req);
 }
 

@@ -63,6 +63,10 @@ typedef struct nr_infer_s {
     nr_tensor_t *class_t;  /* [n_want]: classified outputs; NULL until one is classified */
     bool empty_final;      /* triton_enable_empty_final_response: a decoupled model's end
                               without a response is sent as an empty final response */
+    /* tracing (trace.h): the frontend's protocol and when the request began and finished
+     * arriving, taken while nr_trace_armed() (0: not taken) */
+    nr_trace_proto_t proto;
+    uint64_t t_recv_ns[2];
 } nr_infer_t;
 
 /* Starts a request for model m (srv may be NULL); req->frontend = frontend.
@@ -88,6 +92,14 @@ void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);
 void nr_infer_header(nr_infer_t *inf, const nr_header_fwd_t *fwd, const char *name,
                      size_t name_len, const char *value, size_t value_len);
 
+/* The reply starts (end false) or has finished (end true) going out: a traced request's
+ * SEND timestamps. */
+static inline void nr_infer_trace_send(nr_infer_t *inf, bool end)
+{
+    if (inf->req != NULL && inf->req->trace != NULL)
+        nr_trace_send(inf->req->trace, end);
+}
+
 /* ---- inputs and outputs ------------------------------------------------------------ */
 
 /* The bytes [offset, offset + byte_size) of a registered region as an input's
@@ -111,7 +123,8 @@ NR_MUST_CHECK nr_status_t *nr_infer_output_shm(nr_infer_t *inf, int index, const
 
 /* Validates and queues the request (nr_model_submit); done(req, arg) runs
  * once it has finished, possibly before this returns. On error nothing was
- * queued and done is not called. */
+ * queued and done is not called. A request the trace settings sample gets its trace here
+ * (req->trace), written when inf is released. */
 NR_MUST_CHECK nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg);
 
 /* After done: the request's result as the reply's outputs, in reply order

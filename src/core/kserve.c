@@ -4,8 +4,11 @@
 #include "../common/alloc.h"
 #include "../common/buf.h"
 #include "../common/log.h"
+#include "trace.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,31 +327,148 @@ void nr_kserve_log_settings(nr_kserve_setting_fn fn, void *arg)
 
 /* ---- trace settings ---------------------------------------------------------------- */
 
-static const char *const trace_keys[] = {"trace_level", "trace_rate",  "trace_count",
-                                         "log_frequency", "trace_file", "trace_mode"};
-static const char *const trace_values[] = {"OFF", "1000", "-1", "0", "", "triton"};
-
-size_t nr_kserve_trace_settings(const char *const **keys, const char *const **values)
-{
-    *keys = trace_keys;
-    *values = trace_values;
-    return sizeof(trace_keys) / sizeof(trace_keys[0]);
-}
-
 static bool key_is(const char *key, size_t len, const char *want)
 {
     return strlen(want) == len && !memcmp(key, want, len);
 }
 
-nr_status_t *nr_kserve_trace_update(const char *key, size_t key_len, const nr_view_t *values,
-                                    size_t n)
+static const nr_kserve_trace_item_t *find_item(const nr_kserve_trace_item_t *items, size_t n,
+                                               const char *key)
 {
-    if (key_is(key, key_len, "trace_file"))
+    for (size_t i = 0; i < n; i++)
+        if (key_is(items[i].key, items[i].key_len, key))
+            return &items[i];
+    return NULL;
+}
+
+/* std::stoi as Triton calls it: leading blanks, a sign, then at least one digit (what follows
+ * is ignored); -1 no number, 1 beyond int, 0 fine. */
+static int parse_stoi(const nr_view_t *v, long long *out)
+{
+    size_t i = 0, n = v->len;
+    const char *p = v->data;
+    while (i < n && (p[i] == ' ' || (p[i] >= '\t' && p[i] <= '\r')))
+        i++;
+    bool neg = false;
+    if (i < n && (p[i] == '+' || p[i] == '-'))
+        neg = p[i++] == '-';
+    if (i >= n || p[i] < '0' || p[i] > '9')
+        return -1;
+    long long x = 0;
+    bool big = false;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+        if (x < 10000000000LL)
+            x = x * 10 + (p[i] - '0');
+        else
+            big = true;
+    }
+    x = neg ? -x : x;
+    if (big || x < INT32_MIN || x > INT32_MAX)
+        return 1;
+    *out = x;
+    return 0;
+}
+
+/* One integer setting (trace_rate, trace_count, log_frequency) into *has / *clear / *val. */
+static nr_status_t *int_item(const nr_kserve_trace_item_t *it, bool grpc, const char *name,
+                             long long lo, long long hi, bool *has, bool *clear, long long *val)
+{
+    if (it == NULL)
+        return NULL;
+    if (it->null) {
+        *clear = true;
+        return NULL;
+    }
+    if (it->not_string)
+        return nr_status_new(NR_INVALID_ARG, "attempt to access JSON non-string as string");
+    if (grpc && it->n != 1)
+        return nr_status_new(NR_INVALID_ARG, "expect only 1 value for '%s'", name);
+    const nr_view_t *v = &it->values[0];
+    int r = parse_stoi(v, val);
+    if (r < 0)
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s', got: %.*s", name,
+                             (int)v->len, v->data);
+    if (r > 0)
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s', value is out of range "
+                             "[ %lld, %lld ], got: %.*s", name, lo, hi, (int)v->len, v->data);
+    if (*val < lo && lo == -1) /* trace_count */
+        return nr_status_new(NR_INVALID_ARG, "Unable to parse '%s'. Expecting value >= -1, "
+                             "got:%s%.*s", name, grpc ? " " : "", (int)v->len, v->data);
+    *has = true;
+    return NULL;
+}
+
+nr_status_t *nr_kserve_trace_change(const char *model, const nr_kserve_trace_item_t *items,
+                                    size_t n, bool grpc)
+{
+    if (find_item(items, n, "trace_file") != NULL)
         return nr_status_new(NR_UNSUPPORTED, "trace file location can not be updated through "
                                              "network protocol");
-    if (key_is(key, key_len, "trace_level") &&
-        !(n == 0 || (n == 1 && values[0].len == 3 && !memcmp(values[0].data, "OFF", 3))))
-        return nr_status_new(NR_UNSUPPORTED, "tracing is not supported by this server: "
-                                             "'trace_level' can only be OFF");
-    return NULL;
+    nr_trace_update_t u = {0};
+    const nr_kserve_trace_item_t *it = find_item(items, n, "trace_level");
+    if (it != NULL && it->null) {
+        u.clear_level = true;
+    } else if (it != NULL && it->not_string) {
+        return nr_status_new(NR_INVALID_ARG, "attempt to access JSON non-array as array");
+    } else if (it != NULL) {
+        for (size_t i = 0; i < it->n; i++) {
+            const nr_view_t *v = &it->values[i];
+            if (key_is(v->data, v->len, "OFF")) {
+                if (it->n != 1)
+                    return nr_status_new(NR_INVALID_ARG,
+                                         "Expect only one trace level 'OFF' is specified");
+                u.level = 0;
+                u.has_level = true;
+            } else if (key_is(v->data, v->len, "TIMESTAMPS")) {
+                u.level |= NR_TRACE_TIMESTAMPS;
+                u.has_level = true;
+            } else if (key_is(v->data, v->len, "TENSORS")) {
+                u.level |= NR_TRACE_TENSORS;
+                u.has_level = true;
+            } /* Triton ignores any other word */
+        }
+    }
+    long long rate = 0, count = 0, freq = 0;
+    nr_status_t *st = int_item(find_item(items, n, "trace_rate"), grpc, "trace_rate", 0,
+                               UINT32_MAX, &u.has_rate, &u.clear_rate, &rate);
+    if (st == NULL)
+        st = int_item(find_item(items, n, "trace_count"), grpc, "trace_count", -1, INT32_MAX,
+                      &u.has_count, &u.clear_count, &count);
+    if (st == NULL)
+        st = int_item(find_item(items, n, "log_frequency"), grpc, "log_frequency", 0,
+                      UINT32_MAX, &u.has_log_frequency, &u.clear_log_frequency, &freq);
+    if (st != NULL)
+        return st;
+    u.rate = (uint32_t)rate; /* Triton stores stoi's int: a negative rate wraps */
+    u.count = (int32_t)count;
+    u.log_frequency = (uint32_t)freq;
+    return nr_trace_update(model, &u);
+}
+
+void nr_kserve_trace_settings(const char *model, nr_kserve_trace_fn fn, void *arg)
+{
+    nr_trace_config_t c;
+    nr_trace_get(model, &c);
+    const char *levels[2];
+    size_t nl = 0;
+    if (c.level == 0)
+        levels[nl++] = "OFF";
+    if (c.level & NR_TRACE_TIMESTAMPS)
+        levels[nl++] = "TIMESTAMPS";
+    if (c.level & NR_TRACE_TENSORS)
+        levels[nl++] = "TENSORS";
+    fn(arg, "trace_level", levels, nl);
+    char num[3][24];
+    const char *v[1];
+    snprintf(num[0], sizeof(num[0]), "%" PRIu32, c.rate);
+    snprintf(num[1], sizeof(num[1]), "%" PRId32, c.count);
+    snprintf(num[2], sizeof(num[2]), "%" PRIu32, c.log_frequency);
+    fn(arg, "trace_rate", (v[0] = num[0], v), 1);
+    fn(arg, "trace_count", (v[0] = num[1], v), 1);
+    bool triton = c.mode == NR_TRACE_MODE_TRITON;
+    if (triton) {
+        fn(arg, "log_frequency", (v[0] = num[2], v), 1);
+        fn(arg, "trace_file", (v[0] = c.file, v), 1);
+    }
+    fn(arg, "trace_mode", (v[0] = triton ? "triton" : "opentelemetry", v), 1);
 }

@@ -157,16 +157,33 @@ NR_MUST_CHECK nr_status_t *nr_kserve_cuda_status(const char *region, size_t len)
  * region: '<r>', GPUs not supported" (or the missing-name text for NULL). */
 NR_MUST_CHECK nr_status_t *nr_kserve_cuda_register(const char *region, size_t len);
 
-/* ---- trace settings (the trace extension; tracing itself is not built yet) ---- */
+/* ---- trace settings (the trace extension; core/trace.h keeps them) ------------------- */
 
-/* The settings as Triton reports them with tracing off, for the server or a model: keys and
- * values in Triton's order (trace_level's value is its one list element). */
-size_t nr_kserve_trace_settings(const char *const **keys, const char *const **values);
-/* An update of setting `key` to `values` (a list; none: clear it): UNSUPPORTED with Triton's
- * text for trace_file ("trace file location can not be updated through network protocol"),
- * and for a trace_level other than OFF, which nereid cannot honour; other keys are taken and
- * change nothing (the settings read back show it). */
-NR_MUST_CHECK nr_status_t *nr_kserve_trace_update(const char *key, size_t key_len,
-                                                  const nr_view_t *values, size_t n);
+/* One setting of an update as its frontend read it: a list of strings (HTTP: a string is a list
+ * of one), or null / an empty list (cleared), or a value of another type (not_string). */
+typedef struct {
+    const char *key;
+    size_t key_len;
+    const nr_view_t *values;
+    size_t n;
+    bool null;       /* HTTP null, gRPC no value: the field is cleared */
+    bool not_string; /* HTTP: a value that is not a string (an array for trace_level) */
+} nr_kserve_trace_item_t;
+
+/* Applies an update of model's settings (NULL or "": the global ones), its items read in
+ * Triton's order (trace_file, trace_level, trace_rate, trace_count, log_frequency; other keys
+ * are ignored) with Triton's texts, which differ a little between the protocols (grpc):
+ * UNSUPPORTED "trace file location can not be updated through network protocol",
+ * INVALID_ARG "Unable to parse 'trace_rate', got: x", "... value is out of range [ 0,
+ * 4294967295 ], got: x", "Expect only one trace level 'OFF' is specified", ... Nothing
+ * changes when one is refused. */
+NR_MUST_CHECK nr_status_t *nr_kserve_trace_change(const char *model,
+                                                  const nr_kserve_trace_item_t *items, size_t n,
+                                                  bool grpc);
+/* The settings in force for model (NULL or "": the global ones), in Triton's order: fn once per
+ * key with its values (trace_level: one or two; the others one). */
+typedef void (*nr_kserve_trace_fn)(void *arg, const char *key, const char *const *values,
+                                   size_t n);
+void nr_kserve_trace_settings(const char *model, nr_kserve_trace_fn fn, void *arg);
 
 #endif

@@ -144,6 +144,8 @@ void nr_req_free(nr_req_t *req)
 {
     if (req == NULL)
         return;
+    if (req->trace != NULL) /* first: it reads the tensors */
+        nr_trace_end(req->trace, req);
     for (size_t i = 0; i < req->n_want; i++)
         nr_hold_unref(req->outputs[i].hold);
     free(req->cache_key);

@@ -26,6 +26,7 @@
 #include "../common/debug.h"
 #include "../common/strmap.h"
 #include "../common/tensor.h"
+#include "trace.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -102,6 +103,8 @@ struct nr_req_s {
     char *cache_key;
     size_t cache_key_len;
     uint64_t cache_hash, cache_owner, cache_ns;
+    /* its trace when it was sampled (trace.h), written when the request is freed; NULL: none */
+    nr_trace_t *trace;
     nr_req_t *next; /* queue link, owned by the scheduler while queued */
 #ifdef NR_DEBUG
     bool completed; /* done has been called (it must be, exactly once) */
@@ -131,7 +134,8 @@ int nr_req_input_index(const nr_req_t *req, const char *name, size_t len);
 /* "[request id: <id>] " / "[request id: <id_unknown>] " prefix Triton puts on core errors. */
 nr_status_t *nr_req_error(const nr_req_t *req, nr_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void nr_req_free(nr_req_t *req); /* releases output holds too */
+/* Releases output holds too, and writes the request's trace when it has one. */
+void nr_req_free(nr_req_t *req);
 
 /* Hands a finished request back to its frontend: req->done, exactly once (asserted in the
  * debug builds). Context: the executing or delivering thread, no core lock held. */
@@ -139,6 +143,8 @@ static inline void nr_req_done(nr_req_t *req)
 {
     NR_DEBUG_ASSERT(!req->completed);
     NR_DEBUG_ONLY(req->completed = true;)
+    if (req->trace != NULL)
+        nr_trace_done(req->trace);
     req->done(req, req->done_arg);
 }
 

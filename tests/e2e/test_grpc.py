@@ -439,8 +439,9 @@ def test_trace_settings_read_as_off(gc):
     assert grpc_error(gc.update_trace_settings, settings={"trace_file": "/tmp/x"}) == (
         "StatusCode.UNIMPLEMENTED",
         "trace file location can not be updated through network protocol")
-    assert grpc_error(gc.update_trace_settings, settings={"trace_level": ["TIMESTAMPS"]})[0] == \
-        "StatusCode.UNIMPLEMENTED"
+    assert grpc_error(gc.update_trace_settings, settings={"trace_level": ["TIMESTAMPS"]}) == (
+        "StatusCode.INVALID_ARGUMENT",
+        "Attempting to set invalid trace setting :trace file name is not given")
 
 
 def test_log_settings(gc, stub):

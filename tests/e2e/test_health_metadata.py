@@ -147,28 +147,9 @@ def test_model_metadata_recorded(main_server, what):
 
 @pytest.mark.parametrize("what", ["GET trace setting (global)", "GET trace setting (simple)"])
 def test_trace_settings_recorded(main_server, what):
-    """Tracing is not built yet: the settings read as Triton's with tracing off."""
+    """No --trace-config: the settings read as Triton's with tracing off (test_trace.py has
+    the rest)."""
     assert_matches_recorded(replay(main_server.port, what), what)
-
-
-@pytest.mark.parametrize("body, status, text", [
-    ('{"trace_level":["TIMESTAMPS"]}', 501,
-     "tracing is not supported by this server: 'trace_level' can only be OFF"),
-    ('{"trace_file":"/tmp/t.json"}', 501,
-     "trace file location can not be updated through network protocol"),
-    ('{"trace_rate":7}', 400, "expect string or array of strings for 'trace_rate'"),
-    ("[1]", 400, "trace settings must be a JSON object"),
-])
-def test_trace_settings_updates_refused(main_server, body, status, text):
-    """An update nereid cannot honour is refused (Triton's texts where it has them); the
-    settings stay as they were."""
-    r = post(main_server.port, "/v2/trace/setting", body.encode())
-    assert r.status == status and r.json() == {"error": text}, (r.status, r.body)
-    r = post(main_server.port, "/v2/models/simple/trace/setting",
-             b'{"trace_level":["OFF"],"trace_rate":"10"}')
-    assert r.status == 200 and r.json()["trace_level"] == ["OFF"], r.body
-    r = get(main_server.port, "/v2/models/nosuch/trace/setting")
-    assert r.status == 400 and r.json() == {"error": "Request for unknown model : nosuch"}
 
 
 def test_model_metadata_order_test_lists_config_order(main_server):

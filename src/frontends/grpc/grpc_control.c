@@ -472,44 +472,68 @@ static nr_status_t *cuda_unregister(nr_grpc_server_t *s, const ProtobufCMessage 
 
 /* ---- trace and logging ---------------------------------------------------------------- */
 
-/* nereid has no tracing: the settings read as Triton's with tracing off, and
- * any attempt to turn it on is refused. */
+typedef struct {
+    Inference__TraceSettingResponse__SettingValue sv[8];
+    Inference__TraceSettingResponse__SettingsEntry e[8], *ep[8];
+    char *vals[8][2]; /* copies: the values live in the caller's frame */
+    size_t n;
+} trace_acc_t;
+
+static void put_trace_setting(void *arg, const char *key, const char *const *values, size_t n)
+{
+    trace_acc_t *a = arg;
+    if (a->n >= 8)
+        return;
+    size_t i = a->n++;
+    inference__trace_setting_response__setting_value__init(&a->sv[i]);
+    for (size_t k = 0; k < n && k < 2; k++)
+        a->vals[i][k] = nr_strdup(values[k]);
+    a->sv[i].n_value = n < 2 ? n : 2;
+    a->sv[i].value = a->vals[i];
+    inference__trace_setting_response__settings_entry__init(&a->e[i]);
+    a->e[i].key = (char *)key; /* a literal */
+    a->e[i].value = &a->sv[i];
+    a->ep[i] = &a->e[i];
+}
+
 static nr_status_t *trace_setting(nr_grpc_server_t *s, const ProtobufCMessage *req,
                                   nr_buf_t *out)
 {
     const Inference__TraceSettingRequest *q = (const void *)req;
-    if (q->model_name[0] != '\0' && !nr_kserve_model_ready(s->core, q->model_name,
-                                                           strlen(q->model_name), -1))
-        return nr_status_new(NR_INVALID_ARG, "Request for unknown model : %s", q->model_name);
-    for (size_t i = 0; i < q->n_settings; i++) {
-        const Inference__TraceSettingRequest__SettingValue *v = q->settings[i]->value;
-        size_t n = v != NULL ? v->n_value : 0;
-        nr_view_t *vals = nr_calloc(n ? n : 1, sizeof(*vals));
-        for (size_t k = 0; k < n; k++)
-            vals[k] = (nr_view_t){v->value[k], strlen(v->value[k])};
-        nr_status_t *st = nr_kserve_trace_update(q->settings[i]->key,
-                                                 strlen(q->settings[i]->key), vals, n);
+    const char *model = q->model_name;
+    if (model[0] != '\0' && !nr_kserve_model_ready(s->core, model, strlen(model), -1))
+        return nr_status_new(NR_INVALID_ARG, "Request for unknown model : %s", model);
+    if (q->n_settings > 0) {
+        size_t nv = 0;
+        for (size_t i = 0; i < q->n_settings; i++)
+            nv += q->settings[i]->value != NULL ? q->settings[i]->value->n_value : 0;
+        nr_kserve_trace_item_t *items = nr_calloc(q->n_settings, sizeof(*items));
+        nr_view_t *vals = nr_calloc(nv ? nv : 1, sizeof(*vals));
+        for (size_t i = 0, at = 0; i < q->n_settings; i++) {
+            const Inference__TraceSettingRequest__SettingValue *v = q->settings[i]->value;
+            size_t n = v != NULL ? v->n_value : 0;
+            for (size_t k = 0; k < n; k++)
+                vals[at + k] = (nr_view_t){v->value[k], strlen(v->value[k])};
+            items[i] = (nr_kserve_trace_item_t){.key = q->settings[i]->key,
+                                                .key_len = strlen(q->settings[i]->key),
+                                                .values = vals + at, .n = n, .null = n == 0};
+            at += n;
+        }
+        nr_status_t *st = nr_kserve_trace_change(model, items, q->n_settings, true);
+        free(items);
         free(vals);
         if (st != NULL)
             return st;
     }
-    const char *const *keys, *const *vals;
-    size_t n = nr_kserve_trace_settings(&keys, &vals);
-    Inference__TraceSettingResponse__SettingValue sv[8];
-    Inference__TraceSettingResponse__SettingsEntry e[8], *ep[8];
-    for (size_t i = 0; i < n && i < 8; i++) {
-        inference__trace_setting_response__setting_value__init(&sv[i]);
-        sv[i].n_value = 1;
-        sv[i].value = (char **)&vals[i];
-        inference__trace_setting_response__settings_entry__init(&e[i]);
-        e[i].key = (char *)keys[i];
-        e[i].value = &sv[i];
-        ep[i] = &e[i];
-    }
+    trace_acc_t a = {.n = 0};
+    nr_kserve_trace_settings(model, put_trace_setting, &a);
     Inference__TraceSettingResponse r = INFERENCE__TRACE_SETTING_RESPONSE__INIT;
-    r.n_settings = n < 8 ? n : 8;
-    r.settings = ep;
+    r.n_settings = a.n;
+    r.settings = a.ep;
     nr_grpc_pack(&r.base, out);
+    for (size_t i = 0; i < a.n; i++)
+        for (size_t k = 0; k < 2; k++)
+            free(a.vals[i][k]);
     return NULL;
 }
 

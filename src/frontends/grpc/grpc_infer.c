@@ -427,6 +427,13 @@ void nr_grpc_infer_headers(nr_grpc_infer_t *inf, const nr_grpc_call_t *c)
     }
 }
 
+void nr_grpc_infer_trace_recv(nr_grpc_infer_t *inf, uint64_t start_ns, uint64_t end_ns)
+{
+    inf->base.proto = NR_TRACE_GRPC;
+    inf->base.t_recv_ns[0] = start_ns;
+    inf->base.t_recv_ns[1] = end_ns;
+}
+
 static void response(nr_req_t *req, const nr_status_t *err, unsigned flags, void *arg)
 {
     nr_grpc_infer_t *inf = arg;
@@ -446,8 +453,10 @@ void nr_grpc_infer_free(nr_grpc_infer_t *inf)
 {
     if (inf == NULL)
         return;
-    if (inf->base.req != NULL)
+    if (inf->base.req != NULL) {
+        nr_infer_trace_send(&inf->base, true); /* (its last reply is queued by now) */
         nr_infer_release(&inf->base);
+    }
     nr_arena_free(&inf->arena);
     free(inf);
 }
@@ -495,6 +504,7 @@ nr_status_t *nr_grpc_infer_reply(nr_grpc_infer_t *inf, bool stream, bool final,
                                  grpc_byte_buffer **out)
 {
     *out = NULL;
+    nr_infer_trace_send(&inf->base, false);
     const nr_infer_out_t *outs;
     size_t n;
     nr_status_t *st = nr_infer_outputs(&inf->base, &outs, &n);
@@ -631,6 +641,7 @@ static void unary_done(nr_grpc_infer_t *inf)
 
 void nr_grpc_infer_start(nr_grpc_call_t *c)
 {
+    uint64_t t_read_end = c->t_wait_ns ? nr_now_ns() : 0;
     grpc_slice in;
     nr_status_t *st = nr_grpc_payload(c->payload, &in);
     nr_grpc_infer_t *inf = NULL;
@@ -642,6 +653,7 @@ void nr_grpc_infer_start(nr_grpc_call_t *c)
     c->payload = NULL;
     if (st == NULL) {
         nr_grpc_infer_headers(inf, c);
+        nr_grpc_infer_trace_recv(inf, c->t_wait_ns, t_read_end);
         inf->owner = c;
         inf->on_done = unary_done;
         /* a model that may stop early when the client has gone is told (it costs an event) */

@@ -102,6 +102,7 @@ struct nr_grpc_call_s {
     gpr_timespec deadline;
     grpc_metadata_array md;
     grpc_byte_buffer *payload;
+    uint64_t t_wait_ns;     /* when it began waiting for its client (tracing; 0: not taken) */
     grpc_call_details details; /* unknown methods only */
     int cancelled;          /* RECV_CLOSE_ON_SERVER */
     /* ModelInfer: RECV_CLOSE_ON_SERVER is asked for when the call starts (nr_grpc_watch_close),
@@ -184,6 +185,8 @@ NR_MUST_CHECK nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t 
 /* The call's metadata whose keys match --grpc-header-forward-pattern become the parsed
  * request's string parameters (core/headers.h); nothing without the flag. */
 void nr_grpc_infer_headers(nr_grpc_infer_t *inf, const nr_grpc_call_t *c);
+/* When the request was waited for and read (tracing: GRPC_WAITREAD_START/END; 0: not taken). */
+void nr_grpc_infer_trace_recv(nr_grpc_infer_t *inf, uint64_t start_ns, uint64_t end_ns);
 /* Submits a parsed request; inf->on_done(inf) runs when it finished. */
 NR_MUST_CHECK nr_status_t *nr_grpc_infer_submit(nr_grpc_infer_t *inf);
 /* The serialized reply for a finished request: a ModelInferResponse, or a

@@ -365,6 +365,8 @@ static void request_call(nr_grpc_server_t *s, int method, int cq)
     c->cq = cq;
     c->on_new.fn = on_new_call;
     c->status_details = grpc_empty_slice();
+    if (nr_trace_armed()) /* Triton's GRPC_WAITREAD_START: the wait is in it */
+        c->t_wait_ns = nr_now_ns();
     grpc_metadata_array_init(&c->md);
     grpc_call_error err;
     if (method < 0) {

@@ -63,6 +63,7 @@ struct stream_s {
     nr_grpc_call_t *c;
     nr_grpc_tag_t on_meta, on_recv, on_send, on_sendrecv, on_status, on_close;
     grpc_byte_buffer *recv;  /* the message RECV_MESSAGE delivers */
+    uint64_t t_read_ns;      /* when that read was asked for (tracing; 0: not taken) */
     grpc_byte_buffer *sent;  /* the response being written */
     pthread_mutex_t mu;
     entry_t *head, *tail;    /* requests in arrival order */
@@ -142,6 +143,7 @@ static void post_read(stream_t *s)
     memset(&op, 0, sizeof(op));
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &s->recv;
+    s->t_read_ns = nr_trace_armed() ? nr_now_ns() : 0;
     if (!start(s, &op, 1, &s->on_recv)) {
         pthread_mutex_lock(&s->mu);
         s->read_done = true;
@@ -339,6 +341,7 @@ static void request_done(nr_grpc_infer_t *inf)
 /* A request arrived: queue its place in the response order and submit it. */
 static void handle(stream_t *s, grpc_byte_buffer *payload)
 {
+    uint64_t t_read_end = s->t_read_ns ? nr_now_ns() : 0;
     entry_t *e = nr_calloc(1, sizeof(*e));
     e->s = s;
     atomic_fetch_add(&s->refs, 1); /* released by complete() */
@@ -359,6 +362,7 @@ static void handle(stream_t *s, grpc_byte_buffer *payload)
     grpc_slice_unref(in);
     if (st == NULL) {
         nr_grpc_infer_headers(inf, s->c); /* the stream's metadata, for each of its requests */
+        nr_grpc_infer_trace_recv(inf, s->t_read_ns, t_read_end);
         inf->owner = e;
         inf->on_done = request_done;
         inf->on_response = request_response;
@@ -409,6 +413,7 @@ static void received(stream_t *s, grpc_byte_buffer *payload)
         ops[0].data.send_message.send_message = with_read;
         ops[1].op = GRPC_OP_RECV_MESSAGE;
         ops[1].data.recv_message.recv_message = &s->recv;
+        s->t_read_ns = nr_trace_armed() ? nr_now_ns() : 0;
         if (start(s, ops, 2, &s->on_sendrecv))
             return;
         n = write_failed(s, true);

@@ -43,6 +43,8 @@ typedef struct job_s {
     void *arg;
     nr_http_server_t *s;      /* a whole request (fn = run_request, arg = the job): */
     nr_http_req_t q;          /* the request, with async NULL: the synchronous path */
+    nr_http_headers_t h;      /* q.headers: the dispatching frame's copy is gone by then (its
+                                 values are the suspended connection's, which stay) */
     nr_http_async_t *async;   /* the parked connection's */
     nr_http_resp_t resp;      /* filled on the pool thread, moved out by finish */
 } job_t;
@@ -161,6 +163,10 @@ bool nr_http_bulk_post(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     j->s = s;
     j->q = *q;
     j->q.async = NULL;
+    if (q->headers != NULL) {
+        j->h = *q->headers;
+        j->q.headers = &j->h;
+    }
     j->async = q->async;
     q->body_owned = NULL; /* the job's now: the worker must not free it */
     post(b, j, r);

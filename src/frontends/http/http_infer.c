@@ -620,6 +620,7 @@ void nr_http_infer_free(nr_http_infer_t *inf)
 {
     if (inf == NULL)
         return;
+    nr_infer_trace_send(&inf->base, true); /* (a reply sent from views: it has gone now) */
     nr_infer_release(&inf->base);
     nr_json_free(inf->doc);
     free(inf->body_mem ? inf->body_mem : inf->body);
@@ -672,6 +673,7 @@ static void encode(void *arg, nr_http_resp_t *r)
             nr_http_error(r, gst);
         return;
     }
+    nr_infer_trace_send(&inf->base, false);
     nr_status_t *st = nr_http_infer_encode(inf, r);
     if (st != NULL) {
         nr_http_infer_free(inf);
@@ -808,6 +810,9 @@ static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_mod
                                           generate ? NULL : q->infer_header_len);
     if (st == NULL && s->fwd != NULL && q->headers != NULL && q->headers->each != NULL)
         q->headers->each(q->headers->ctx, forward_header, inf);
+    inf->base.proto = NR_TRACE_HTTP;
+    inf->base.t_recv_ns[0] = q->recv_ns[0];
+    inf->base.t_recv_ns[1] = q->recv_ns[1];
     if (st == NULL && generate && q->generate_stream) { /* answered now, sent as it comes */
         nr_http_stream_t *sse = inf->sse = nr_http_stream_new(&s->parked);
         inf->base.req->on_response = nr_http_generate_sse_response;

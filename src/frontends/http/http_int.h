@@ -65,6 +65,7 @@ typedef struct {
     const char *accept_encoding;
     const char *infer_header_len;        /* Inference-Header-Content-Length */
     const struct nr_http_headers_s *headers; /* all of them (nr_http_headers_t) */
+    uint64_t recv_ns[2];    /* when it began and finished arriving (tracing; 0: not taken) */
     nr_http_async_t *async; /* NULL: the handler answers before it returns */
 } nr_http_req_t;
 
@@ -180,6 +181,8 @@ typedef struct nr_http_headers_s {
                  void *arg);
     const char *(*lookup)(void *ctx, const char *name); /* one by name, or NULL */
     void *ctx;
+    uint64_t recv_ns[2]; /* not a header: when the request began and finished arriving, taken
+                            while tracing may sample (trace.h), else 0 */
 } nr_http_headers_t;
 
 /* A server without a daemon: options copied, metadata rendered.

@@ -548,27 +548,47 @@ void nr_http_logging(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
     nr_http_json_ok(r);
 }
 
-/* One member of a trace settings update: a string, a list of strings, or null (cleared). */
-static nr_status_t *trace_member(const nr_jv_member_t *m)
+/* One member of a trace settings update as the core reads it (core/kserve.h): a string (a list
+ * of one), a list of strings, null; anything else is not_string. */
+static void trace_item(const nr_jv_member_t *m, nr_kserve_trace_item_t *it, nr_view_t *vals)
 {
     const nr_jv_t *v = &m->val;
-    size_t n = v->type == NR_JV_ARRAY ? v->n : v->type == NR_JV_STRING ? 1 : 0;
-    if (v->type != NR_JV_ARRAY && v->type != NR_JV_STRING && v->type != NR_JV_NULL)
-        return nr_status_new(NR_INVALID_ARG, "expect string or array of strings for '%.*s'",
-                             (int)m->key_len, m->key);
-    nr_view_t *vals = nr_calloc(n ? n : 1, sizeof(*vals));
-    for (size_t i = 0; i < n; i++) {
-        const nr_jv_t *e = v->type == NR_JV_ARRAY ? &v->u.items[i] : v;
-        if (e->type != NR_JV_STRING) {
-            free(vals);
-            return nr_status_new(NR_INVALID_ARG, "expect string or array of strings for "
-                                 "'%.*s'", (int)m->key_len, m->key);
+    *it = (nr_kserve_trace_item_t){.key = m->key, .key_len = m->key_len, .values = vals};
+    bool list = v->type == NR_JV_ARRAY;
+    bool level = m->key_len == 11 && !memcmp(m->key, "trace_level", 11);
+    if (v->type == NR_JV_NULL) {
+        it->null = true;
+    } else if (level != list || (v->type != NR_JV_ARRAY && v->type != NR_JV_STRING)) {
+        it->not_string = true; /* trace_level must be a list, the others strings */
+    } else if (!list) {
+        vals[0] = (nr_view_t){v->u.str, v->n};
+        it->n = 1;
+    } else {
+        for (size_t i = 0; i < v->n && !it->not_string; i++) {
+            const nr_jv_t *e = &v->u.items[i];
+            it->not_string = e->type != NR_JV_STRING;
+            vals[i] = (nr_view_t){e->u.str, e->n};
         }
-        vals[i] = (nr_view_t){e->u.str, e->n};
+        it->n = v->n;
     }
-    nr_status_t *st = nr_kserve_trace_update(m->key, m->key_len, vals, n);
-    free(vals);
-    return st;
+}
+
+static void put_trace_setting(void *arg, const char *key, const char *const *values, size_t n)
+{
+    nr_buf_t *b = arg;
+    bool list = !strcmp(key, "trace_level"); /* Triton's: the level a list, the others strings */
+    nr_buf_putc(b, b->len ? ',' : '{');
+    nr_buf_json_str(b, key, strlen(key));
+    nr_buf_putc(b, ':');
+    if (list)
+        nr_buf_putc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            nr_buf_putc(b, ',');
+        nr_buf_json_str(b, values[i], strlen(values[i]));
+    }
+    if (list)
+        nr_buf_putc(b, ']');
 }
 
 void nr_http_trace(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
@@ -578,37 +598,42 @@ void nr_http_trace(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
                                        (int)q->model_len, q->model));
         return;
     }
+    char *model = q->model != NULL ? nr_strndup(q->model, q->model_len) : NULL;
     if (strcmp(q->method, "POST") == 0) {
         nr_json_doc_t *doc;
         const nr_jv_t *root;
         nr_status_t *st = nr_json_parse(q->body, q->body_len, &doc, &root);
         if (st == NULL) {
-            if (root->type != NR_JV_OBJECT)
+            if (root->type != NR_JV_OBJECT) {
                 st = nr_status_new(NR_INVALID_ARG, "trace settings must be a JSON object");
-            for (size_t i = 0; st == NULL && i < root->n; i++)
-                st = trace_member(&root->u.members[i]);
+            } else {
+                size_t n = root->n, nv = 0;
+                for (size_t i = 0; i < n; i++)
+                    nv += root->u.members[i].val.type == NR_JV_ARRAY ? root->u.members[i].val.n
+                                                                     : 1;
+                nr_kserve_trace_item_t *items = nr_calloc(n ? n : 1, sizeof(*items));
+                nr_view_t *vals = nr_calloc(nv ? nv : 1, sizeof(*vals));
+                for (size_t i = 0, at = 0; i < n; i++) {
+                    trace_item(&root->u.members[i], &items[i], vals + at);
+                    at += root->u.members[i].val.type == NR_JV_ARRAY
+                              ? root->u.members[i].val.n : 1;
+                }
+                st = nr_kserve_trace_change(model, items, n, false);
+                free(items);
+                free(vals);
+            }
             nr_json_free(doc);
         }
         if (st != NULL) {
+            free(model);
             nr_http_error(r, st);
             return;
         }
     }
-    const char *const *keys, *const *vals;
-    size_t n = nr_kserve_trace_settings(&keys, &vals);
     nr_buf_t *b = &r->body;
     nr_buf_reset(b);
-    for (size_t i = 0; i < n; i++) { /* Triton's: the level a list, the others strings */
-        nr_buf_putc(b, i ? ',' : '{');
-        nr_buf_json_str(b, keys[i], strlen(keys[i]));
-        nr_buf_putc(b, ':');
-        bool list = !strcmp(keys[i], "trace_level");
-        if (list)
-            nr_buf_putc(b, '[');
-        nr_buf_json_str(b, vals[i], strlen(vals[i]));
-        if (list)
-            nr_buf_putc(b, ']');
-    }
+    nr_kserve_trace_settings(model, put_trace_setting, b);
+    free(model);
     nr_buf_putc(b, '}');
     nr_http_json_ok(r);
 }

@@ -139,6 +139,7 @@ typedef struct {
                            server's body memory was spent); 0 = fine */
     int refused_status; /* 400 too large, 503 no memory */
     uint64_t t0_ms;     /* when its header was complete (the request deadline) */
+    uint64_t t_recv_ns; /* the same in ns, while tracing may sample (0: not taken) */
     uint64_t charged;   /* body bytes counted in srv->body_bytes */
     const char *ihcl;   /* Inference-Header-Content-Length, looked up once (MHD keeps it) */
     char *mem;          /* malloc'd: lead unused bytes, then the body */
@@ -531,6 +532,8 @@ static enum MHD_Result first_call(nr_http_server_t *s, struct MHD_Connection *c,
 {
     match_t m = route(url);
     rq->t0_ms = now_ms();
+    if (nr_trace_armed())
+        rq->t_recv_ns = nr_now_ns();
     rq->body_wanted = m.id != R_NONE && allowed(m.id, method) && routes[m.id].body;
     if (rq->body_wanted) { /* only routes with a body read the header */
         rq->ihcl = header(c, "Inference-Header-Content-Length");
@@ -666,6 +669,8 @@ void nr_http_handle(nr_http_server_t *s, const char *method, const char *url,
     q.accept_encoding = h->accept_encoding;
     q.infer_header_len = h->infer_header_len;
     q.headers = h;
+    q.recv_ns[0] = h->recv_ns[0];
+    q.recv_ns[1] = h->recv_ns[1];
     q.async = async;
     routes[m.id].fn(s, &q, r);
     if (q.body_owned == NULL) /* the handler took the body */
@@ -739,6 +744,7 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
         .each = each_header,
         .lookup = lookup_header,
         .ctx = c,
+        .recv_ns = {rq->t_recv_ns, rq->t_recv_ns ? nr_now_ns() : 0},
     };
     atomic_store(&rq->state, ST_RUNNING);
     nr_http_conn_busy(c, true); /* (already, when its Content-Length was met) */

@@ -1,0 +1,335 @@
+"""Tracing in Triton's "triton" mode (issue #39): --trace-config (and the deprecated --trace-*
+flags), the JSON trace file as Triton's documentation gives its schema (docs/user_guide/trace.md:
+a record {id, model_name, model_version[, request_id][, parent_id]} per trace, then one
+{id, timestamps: [{name, ns}]} per timestamp and, at level TENSORS, one {id, activity, tensor}
+per tensor), sampling by rate and count, log-frequency's indexed files, and the trace extension's
+settings over HTTP and gRPC, changed at run time as Triton changes them."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from conftest import run_cli
+from e2e_util import get, post
+import models
+
+HTTP_ORDER = ["HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START",
+              "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END",
+              "INFER_RESPONSE_COMPLETE", "REQUEST_END", "HTTP_SEND_START", "HTTP_SEND_END"]
+GRPC_ORDER = [n.replace("HTTP_RECV", "GRPC_WAITREAD").replace("HTTP_SEND", "GRPC_SEND")
+              for n in HTTP_ORDER]
+A = np.arange(16, dtype=np.int32).reshape(1, 16)
+B = np.full((1, 16), 3, dtype=np.int32)
+
+
+def simple_inputs(mod):
+    ins = [mod.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+    ins[0].set_data_from_numpy(A)
+    ins[1].set_data_from_numpy(B)
+    return ins
+
+
+def infer_http(url, model="simple", request_id=""):
+    c = httpclient.InferenceServerClient(url)
+    r = c.infer(model, simple_inputs(httpclient), request_id=request_id)
+    assert (r.as_numpy("OUTPUT0") == A + B).all()
+
+
+def infer_grpc(url, model="simple", request_id=""):
+    c = grpcclient.InferenceServerClient(url)
+    r = c.infer(model, simple_inputs(grpcclient), request_id=request_id)
+    assert (r.as_numpy("OUTPUT0") == A + B).all()
+
+
+def traces(records):
+    """{id: {"model": record, "stamps": [(name, ns)], "tensors": [record]}} from a trace file's
+    records, each checked against the schema."""
+    out = {}
+    for rec in records:
+        t = out.setdefault(rec["id"], {"model": None, "stamps": [], "tensors": []})
+        if "model_name" in rec:
+            assert t["model"] is None, rec
+            assert set(rec) <= {"id", "model_name", "model_version", "request_id", "parent_id"}
+            assert isinstance(rec["model_version"], int), rec
+            t["model"] = rec
+        elif "timestamps" in rec:
+            assert set(rec) == {"id", "timestamps"} and len(rec["timestamps"]) == 1, rec
+            ts = rec["timestamps"][0]
+            assert set(ts) == {"name", "ns"} and isinstance(ts["ns"], int) and ts["ns"] > 0
+            t["stamps"].append((ts["name"], ts["ns"]))
+        else:
+            assert set(rec) == {"id", "activity", "tensor"}, rec
+            assert set(rec["tensor"]) == {"name", "data", "shape", "dtype"}, rec
+            t["tensors"].append(rec)
+    for i, t in out.items():
+        assert t["model"] is not None, (i, t)
+    return out
+
+
+def load(path):
+    return traces(json.loads(Path(path).read_text()))
+
+
+def check_stamps(t, order):
+    """The timestamps of one trace: each of `order` once, in that order, never going back."""
+    names = [n for n, _ in t["stamps"]]
+    assert names == order, names
+    ns = [v for _, v in t["stamps"]]
+    assert ns == sorted(ns), t["stamps"]
+
+
+def start(server_factory, repos, tmp_path, args, name="trace", repo="repo_small"):
+    return server_factory([repos[repo]], args, name=name)
+
+
+# ---------------------------------------------------------------------------- the file
+
+def test_every_request_traced_over_both_protocols(server_factory, repos, tmp_path):
+    """rate=1, level TIMESTAMPS: each request is a trace with its own id, its model and version,
+    its request id when it has one, and Triton's twelve timestamps in order (HTTP_* over HTTP,
+    GRPC_* over gRPC). With log-frequency 0 the file is written at exit, one JSON array."""
+    f = tmp_path / "trace.json"
+    srv = start(server_factory, repos, tmp_path,
+                ["--trace-config=level=TIMESTAMPS", "--trace-config=rate=1",
+                 f"--trace-config=triton,file={f}"])
+    infer_http(srv.url, request_id="h1")
+    infer_http(srv.url)
+    infer_grpc(srv.grpc_url, request_id="g1")
+    assert not f.exists()  # log-frequency 0: Triton writes the file when it shuts down
+    assert srv.stop() == 0
+    t = load(f)
+    assert len(t) == 3, t
+    by_req = {v["model"].get("request_id"): v for v in t.values()}
+    assert set(by_req) == {"h1", None, "g1"}, by_req
+    for rid, v in by_req.items():
+        assert v["model"]["model_name"] == "simple" and v["model"]["model_version"] == 1
+        assert "parent_id" not in v["model"]
+        check_stamps(v, GRPC_ORDER if rid == "g1" else HTTP_ORDER)
+        assert v["tensors"] == []
+
+
+def test_rate_and_count(server_factory, repos, tmp_path):
+    """rate=3 samples every third request; count=2 stops after two traces, which are then
+    written to <file>.0 as soon as both are in (Triton's indexed file), and the settings read
+    count 0."""
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path,
+                ["--trace-config=level=TIMESTAMPS", "--trace-config=rate=3",
+                 "--trace-config=count=2", f"--trace-config=triton,file={f}"])
+    for i in range(12):
+        infer_http(srv.url, request_id=str(i))
+    index0 = Path(f"{f}.0")
+    assert index0.exists()
+    t = load(index0)
+    assert sorted(v["model"]["request_id"] for v in t.values()) == ["2", "5"], t
+    s = get(srv.port, "/v2/trace/setting").json()
+    assert s["trace_count"] == "0" and s["trace_rate"] == "3", s
+    assert srv.stop() == 0
+    assert not f.exists() and not Path(f"{f}.1").exists()
+
+
+def test_log_frequency_writes_indexed_files(server_factory, repos, tmp_path):
+    """log-frequency=2: <file>.0 and <file>.1 hold two traces each as they are collected; the
+    fifth goes to <file>.2 at exit (what remains, indexed too, as Triton saves it)."""
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path,
+                [f"--trace-file={f}", "--trace-level=TIMESTAMPS", "--trace-rate=1",
+                 "--trace-log-frequency=2"])
+    for i in range(5):
+        infer_http(srv.url, request_id=str(i))
+    assert len(load(f"{f}.0")) == 2 and len(load(f"{f}.1")) == 2
+    assert srv.stop() == 0
+    assert [v["model"]["request_id"] for v in load(f"{f}.2").values()] == ["4"]
+    assert not f.exists()
+    for flag in ("trace-file", "trace-level", "trace-rate", "trace-log-frequency"):
+        assert f"Warning: '--{flag}' has been deprecated" in srv.log, srv.log[-2000:]
+
+
+def test_tensors_level(server_factory, repos, tmp_path):
+    """Level TENSORS (with TIMESTAMPS): the request's inputs as TENSOR_QUEUE_INPUT and its
+    outputs as TENSOR_BACKEND_OUTPUT, their elements comma separated, shape and datatype."""
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path,
+                ["--trace-config=level=TIMESTAMPS", "--trace-config=level=TENSORS",
+                 "--trace-config=rate=1", f"--trace-config=triton,file={f}"])
+    infer_http(srv.url)
+    assert get(srv.port, "/v2/trace/setting").json()["trace_level"] == ["TIMESTAMPS", "TENSORS"]
+    assert srv.stop() == 0
+    (t,) = load(f).values()
+    check_stamps(t, HTTP_ORDER)
+    got = {(r["activity"], r["tensor"]["name"]): r["tensor"] for r in t["tensors"]}
+    csv = lambda a: ",".join(str(int(x)) for x in a.flatten())  # noqa: E731
+    assert got == {
+        ("TENSOR_QUEUE_INPUT", "INPUT0"): {"name": "INPUT0", "data": csv(A), "shape": "1,16",
+                                           "dtype": "INT32"},
+        ("TENSOR_QUEUE_INPUT", "INPUT1"): {"name": "INPUT1", "data": csv(B), "shape": "1,16",
+                                           "dtype": "INT32"},
+        ("TENSOR_BACKEND_OUTPUT", "OUTPUT0"): {"name": "OUTPUT0", "data": csv(A + B),
+                                               "shape": "1,16", "dtype": "INT32"},
+        ("TENSOR_BACKEND_OUTPUT", "OUTPUT1"): {"name": "OUTPUT1", "data": csv(A - B),
+                                               "shape": "1,16", "dtype": "INT32"},
+    }, got
+
+
+def test_ensemble_steps_are_child_traces(server_factory, repos, tmp_path):
+    """An ensemble request is one trace (no COMPUTE_* stamps: its steps compute); each of its
+    steps is a child trace of its own id whose parent_id is the ensemble's, written with it."""
+    repo = tmp_path / "repo"
+    models.write_simple_two_versions(repo)
+    models.write_ensemble(repo, "ensemble_add_sub", models.ensemble_add_sub_config())
+    f = tmp_path / "t.json"
+    srv = server_factory([repo], ["--trace-config=level=TIMESTAMPS", "--trace-config=rate=1",
+                                  f"--trace-config=triton,file={f}"], name="ens")
+    infer_http(srv.url, model="ensemble_add_sub", request_id="e")
+    assert srv.stop() == 0
+    t = load(f)
+    roots = [v for v in t.values() if "parent_id" not in v["model"]]
+    assert len(roots) == 1 and roots[0]["model"]["model_name"] == "ensemble_add_sub"
+    root_id = roots[0]["model"]["id"]
+    check_stamps(roots[0], [n for n in HTTP_ORDER if not n.startswith("COMPUTE")])
+    kids = [v for v in t.values() if "parent_id" in v["model"]]
+    assert len(kids) == 6, t
+    for k in kids:
+        assert k["model"]["parent_id"] == root_id and k["model"]["model_name"] == "simple"
+        assert k["model"]["request_id"] == "e"
+        names = [n for n, _ in k["stamps"]]
+        assert names == HTTP_ORDER[2:10], names  # no frontend of their own
+    assert sorted(k["model"]["model_version"] for k in kids) == [1, 1, 1, 2, 2, 2]
+
+
+# ---------------------------------------------------------------------------- settings
+
+def test_settings_changed_at_run_time(server_factory, repos, tmp_path):
+    """Tracing off at start (a file given): turned on globally through HTTP, then a model's own
+    rate through gRPC; a model setting cleared follows the global one again; the traces written
+    follow each setting in turn."""
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path, [f"--trace-config=triton,file={f}"])
+    s = get(srv.port, "/v2/trace/setting").json()
+    assert s == {"trace_level": ["OFF"], "trace_rate": "1000", "trace_count": "-1",
+                 "log_frequency": "0", "trace_file": str(f), "trace_mode": "triton"}, s
+    infer_http(srv.url, request_id="off")
+    r = post(srv.port, "/v2/trace/setting", b'{"trace_level":["TIMESTAMPS"],"trace_rate":"1"}')
+    assert r.status == 200 and r.json()["trace_level"] == ["TIMESTAMPS"], r.body
+    infer_http(srv.url, request_id="on")
+    g = grpcclient.InferenceServerClient(srv.grpc_url)
+    ms = g.update_trace_settings(model_name="simple", settings={"trace_rate": "2"},
+                                 as_json=True)["settings"]
+    assert ms["trace_rate"]["value"] == ["2"] and ms["trace_level"]["value"] == ["TIMESTAMPS"]
+    # the global setting is unchanged; identity_fp32 follows it
+    assert get(srv.port, "/v2/trace/setting").json()["trace_rate"] == "1"
+    assert get(srv.port, "/v2/models/identity_fp32/trace/setting").json()["trace_rate"] == "1"
+    for i in range(4):
+        infer_http(srv.url, request_id=f"m{i}")
+    r = post(srv.port, "/v2/models/simple/trace/setting", b'{"trace_rate":null}')
+    assert r.status == 200 and r.json()["trace_rate"] == "1", r.body
+    infer_http(srv.url, request_id="back")
+    # turned off again: nothing more
+    r = post(srv.port, "/v2/trace/setting", b'{"trace_level":["OFF"]}')
+    assert r.status == 200 and r.json()["trace_level"] == ["OFF"]
+    infer_http(srv.url, request_id="off2")
+    assert srv.stop() == 0
+    ids = sorted(v["model"]["request_id"] for v in load(f).values())
+    assert ids == ["back", "m1", "m3", "on"], ids
+
+
+@pytest.mark.parametrize("body, status, text", [
+    ('{"trace_file":"/tmp/t.json"}', 501,
+     "trace file location can not be updated through network protocol"),
+    ('{"trace_rate":"often"}', 400, "Unable to parse 'trace_rate', got: often"),
+    ('{"trace_rate":"99999999999"}', 400,
+     "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 99999999999"),
+    ('{"trace_count":"-5"}', 400, "Unable to parse 'trace_count'. Expecting value >= -1, got:-5"),
+    ('{"log_frequency":"x"}', 400, "Unable to parse 'log_frequency', got: x"),
+    ('{"trace_level":["OFF","TIMESTAMPS"]}', 400,
+     "Expect only one trace level 'OFF' is specified"),
+    ('{"trace_level":["TIMESTAMPS"],"trace_rate":"0"}', 400,
+     "Attempting to set invalid trace setting :sample rate must be non-zero"),
+    ("[1]", 400, "trace settings must be a JSON object"),
+])
+def test_http_updates_refused(server_factory, repos, tmp_path, body, status, text):
+    """Triton's texts; a refused update changes nothing."""
+    srv = start(server_factory, repos, tmp_path, [f"--trace-config=triton,file={tmp_path}/t"])
+    before = get(srv.port, "/v2/trace/setting").json()
+    r = post(srv.port, "/v2/trace/setting", body.encode())
+    assert r.status == status and r.json() == {"error": text}, (r.status, r.body)
+    assert get(srv.port, "/v2/trace/setting").json() == before
+
+
+def test_level_without_a_file_is_refused(main_server):
+    """No trace file was given: turning tracing on is refused as Triton refuses it; a model's
+    settings of an unknown model are refused too."""
+    r = post(main_server.port, "/v2/models/simple/trace/setting",
+             b'{"trace_level":["TIMESTAMPS"]}')
+    assert r.status == 400 and r.json() == {
+        "error": "Attempting to set invalid trace setting :trace file name is not given"}, r.body
+    r = post(main_server.port, "/v2/models/simple/trace/setting", b'{"trace_rate":"10"}')
+    assert r.status == 200 and r.json()["trace_rate"] == "10", r.body  # OFF: valid
+    r = post(main_server.port, "/v2/models/simple/trace/setting", b'{"trace_rate":null}')
+    assert r.json()["trace_rate"] == "1000"
+    r = get(main_server.port, "/v2/models/nosuch/trace/setting")
+    assert r.status == 400 and r.json() == {"error": "Request for unknown model : nosuch"}
+
+
+def test_grpc_updates_refused(server_factory, repos, tmp_path):
+    srv = start(server_factory, repos, tmp_path, [f"--trace-config=triton,file={tmp_path}/t"])
+    g = grpcclient.InferenceServerClient(srv.grpc_url)
+    for settings, code, text in [
+        ({"trace_file": "/x"}, "StatusCode.UNIMPLEMENTED",
+         "trace file location can not be updated through network protocol"),
+        ({"trace_rate": ["1", "2"]}, "StatusCode.INVALID_ARGUMENT",
+         "expect only 1 value for 'trace_rate'"),
+        ({"trace_count": "-3"}, "StatusCode.INVALID_ARGUMENT",
+         "Unable to parse 'trace_count'. Expecting value >= -1, got: -3"),
+        ({"trace_level": ["OFF", "TENSORS"]}, "StatusCode.INVALID_ARGUMENT",
+         "Expect only one trace level 'OFF' is specified"),
+    ]:
+        with pytest.raises(InferenceServerException) as e:
+            g.update_trace_settings(settings=settings)
+        assert (e.value.status(), e.value.message()) == (code, text), settings
+    s = g.get_trace_settings(as_json=True)["settings"]
+    assert s["trace_level"]["value"] == ["OFF"] and s["trace_count"]["value"] == ["-1"]
+
+
+# ---------------------------------------------------------------------------- the flags
+
+@pytest.mark.parametrize("arg, rc, text", [
+    ("--trace-config=foo,file=x", 2, 'Bad option: "--trace-config".\ninvalid value for trace '
+     'mode option: foo. Available options are "triton" and "opentelemetry"'),
+    ("--trace-config=,file=x", 2, "No trace mode specified. --trace-config option format is "
+     "<trace mode>,<setting>=<value> or <setting>=<value>. Got ,file=x"),
+    ("--trace-config=triton,file", 2, "--trace-config option format is '<trace mode>,"
+     "<setting>=<value>'. Got triton,file"),
+    ("--trace-config=rate=abc", 1, 'Bad option: "--trace-config rate".\nInvalid option value. '
+     "Got abc"),
+    ("--trace-config=level=loud", 1, 'Bad option: "--trace-config level".\ninvalid value for '
+     "trace level option: loud"),
+    ("--trace-level=loud", 2, 'Bad option: "--trace-level".\ninvalid value for trace level '
+     "option: loud"),
+])
+def test_bad_trace_flags(repos, arg, rc, text):
+    p = run_cli([f"--model-repository={repos['repo_small']}", arg])
+    err = p.stderr.decode()
+    assert p.returncode == rc and text in err, (p.returncode, err[-1500:])
+
+
+def test_flags_precedence(server_factory, repos, tmp_path):
+    """--trace-config wins over the deprecated flags (with Triton's warning); a level of OFF
+    anywhere turns tracing off; a level without a file says that nothing will be traced."""
+    srv = start(server_factory, repos, tmp_path,
+                ["--trace-rate=5", "--trace-config=rate=7", "--trace-level=TIMESTAMPS",
+                 "--trace-config=level=OFF", f"--trace-config=triton,file={tmp_path}/x"])
+    s = get(srv.port, "/v2/trace/setting").json()
+    assert s["trace_rate"] == "7" and s["trace_level"] == ["OFF"], s
+    assert "Warning: Overriding deprecated '--trace-rate' in favor of provided rate value in " \
+           "--trace-config!" in srv.log
+    srv2 = start(server_factory, repos, tmp_path, ["--trace-config=level=TIMESTAMPS"],
+                 name="nofile")
+    assert "no request will be traced: trace file name is not given" in srv2.log
+    assert get(srv2.port, "/v2/trace/setting").json()["trace_level"] == ["TIMESTAMPS"]
