@@ -15,7 +15,7 @@ PY       := $(VENV)/bin/python
 BUILD    ?= build
 CC       ?= cc
 
-PKGS     := libmicrohttpd zlib grpc libprotobuf-c libarchive
+PKGS     := libmicrohttpd zlib grpc libprotobuf-c libarchive libcurl
 CFLAGS   ?= -O2 -g
 # `override`: a CFLAGS given on the command line (make CFLAGS="-O1 -fsanitize=...") gets these
 # appended too, as one from the environment does.

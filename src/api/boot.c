@@ -9,6 +9,7 @@
 #include "../core/repository.h"
 #include "../core/trace.h"
 #include "../frontends/http/http_server.h"
+#include "../frontends/otlp/otlp.h"
 #include "../common/version.h"
 
 #include <stdio.h>
@@ -221,6 +222,13 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .version = NR_VERSION,
         .strict_readiness = o->strict_readiness,
     };
+    if (o->trace.mode == NR_TRACE_MODE_OPENTELEMETRY) { /* the spans' way out, first */
+        nr_status_t *ost = nr_otlp_start(o->trace.otel, o->trace.n_otel);
+        if (ost != NULL) {
+            NR_LOG_ERROR("%s", ost->msg);
+            nr_status_free(ost);
+        }
+    }
     nr_trace_start(&o->trace); /* process-wide, as the cache; stopped with the server */
     const char *idle = nr_trace_idle_reason();
     if (idle != NULL)
@@ -246,6 +254,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         stop_frontends(b->fe);
         nr_server_free(b->core);
         nr_trace_stop();
+        nr_otlp_stop();
         free(b);
         *frontend_failed = true;
         return nr_status_new(NR_UNAVAILABLE, "a frontend could not start");
@@ -280,6 +289,7 @@ void nr_boot_stop(nr_boot_t *b)
         (void)nr_boot_drain(b);
     stop_frontends(b->fe);
     nr_server_free(b->core);
-    nr_trace_stop(); /* every request is done: what was traced is written */
+    nr_trace_stop(); /* every request is done: what was traced is written (or queued) */
+    nr_otlp_stop();
     free(b);
 }

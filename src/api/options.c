@@ -498,12 +498,55 @@ static nr_status_t *triton_trace_setting(nr_opts_t *o, const char *setting, cons
     return st;
 }
 
+static const char *const bsp_settings[3] = {"bsp_max_queue_size", "bsp_schedule_delay",
+                                             "bsp_max_export_batch_size"};
+
+static bool is_u32(const char *v)
+{
+    uint64_t n;
+    return nr_cli_u64(v, &n) && n <= UINT32_MAX;
+}
+
+static void add_otel(nr_opts_t *o, const char *kv)
+{
+    o->given.trace_otel = nr_grow(o->given.trace_otel, o->given.n_trace_otel, sizeof(char *));
+    o->given.trace_otel[o->given.n_trace_otel++] = kv;
+}
+
+/* Mode opentelemetry's settings, kept in order for the exporter (core/otlp.h) and the settings
+ * the trace extension lists; the batch span processor's values are Triton's uint32. */
 static nr_status_t *otel_trace_setting(nr_opts_t *o, const char *setting, const char *value)
 {
-    if (!strncmp(setting, "bsp_", 4)) { /* Triton's ParseOption<uint32_t> */
-        uint64_t n;
-        if (!nr_cli_u64(value, &n) || n > UINT32_MAX)
-            return nr_cli_bad_value(value);
+    if (!strncmp(setting, "bsp_", 4) && !is_u32(value))
+        return nr_cli_bad_value(value);
+    add_otel(o, value - strlen(setting) - 1); /* "<setting>=<value>" in the flag's own text */
+    return NULL;
+}
+
+/* The batch span processor's settings not given: from OTEL_BSP_* or OpenTelemetry's defaults,
+ * as Triton's ProcessOpenTelemetryBatchSpanProcessorArgs fills them in. */
+static nr_status_t *otel_defaults(nr_opts_t *o)
+{
+    static const char *const env[3] = {"OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_SCHEDULE_DELAY",
+                                       "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"};
+    static const char *const dflt[3] = {"2048", "5000", "512"};
+    for (size_t k = 0; k < 3; k++) {
+        size_t len = strlen(bsp_settings[k]);
+        bool given = false;
+        for (size_t i = 0; i < o->given.n_trace_otel && !given; i++)
+            given = !strncmp(o->given.trace_otel[i], bsp_settings[k], len) &&
+                    o->given.trace_otel[i][len] == '=';
+        if (given)
+            continue;
+        const char *v = getenv(env[k]);
+        if (v == NULL)
+            v = dflt[k];
+        if (!is_u32(v))
+            return nr_status_new(NR_INVALID_ARG, "Bad option: \"%s\".\nInvalid option value. "
+                                 "Got %s\n", env[k], v);
+        free(o->given.trace_otel_owned[k]);
+        o->given.trace_otel_owned[k] = nr_asprintf("%s=%s", bsp_settings[k], v);
+        add_otel(o, o->given.trace_otel_owned[k]);
     }
     return NULL;
 }
@@ -519,6 +562,10 @@ static nr_status_t *trace_finish(nr_opts_t *o)
             fprintf(stderr, "Warning: '--trace-log-frequency' is deprecated and will be ignored "
                             "with opentelemetry tracing mode.\n");
         st = each_trace_config(o, "opentelemetry", otel_trace_setting);
+        if (st == NULL)
+            st = otel_defaults(o);
+        o->trace.otel = o->given.trace_otel;
+        o->trace.n_otel = o->given.n_trace_otel;
     } else if (st == NULL) {
         st = each_trace_config(o, "triton", triton_trace_setting);
     }
@@ -867,6 +914,13 @@ void nr_opts_free(nr_opts_t *o)
     free(o->given.trace_config);
     o->given.trace_config = NULL;
     o->given.n_trace_config = 0;
+    free(o->given.trace_otel);
+    o->given.trace_otel = NULL;
+    o->given.n_trace_otel = 0;
+    for (size_t k = 0; k < 3; k++) {
+        free(o->given.trace_otel_owned[k]);
+        o->given.trace_otel_owned[k] = NULL;
+    }
     o->repos = NULL;
     o->load_models = NULL;
     o->n_repos = o->n_load_models = 0;

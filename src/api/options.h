@@ -66,6 +66,9 @@ typedef struct {
         bool trace_level, trace_rate, trace_count, trace_file, trace_log_frequency, trace_off;
         const char **trace_config;
         size_t n_trace_config;
+        const char **trace_otel; /* mode opentelemetry's "<key>=<value>" (trace.otel) */
+        size_t n_trace_otel;
+        char *trace_otel_owned[3]; /* the bsp_* defaults among them */
     } given;
     nr_trace_config_t trace; /* what tracing starts with (complete after nr_opts_finish) */
     const char *log_file;

@@ -109,6 +109,14 @@ void nr_infer_header(nr_infer_t *inf, const nr_header_fwd_t *fwd, const char *na
     nr_buf_free(&str);
 }
 
+void nr_infer_traceparent(nr_infer_t *inf, const char *value, size_t len)
+{
+    if (len != sizeof(inf->traceparent) - 1)
+        return;
+    memcpy(inf->traceparent, value, len);
+    inf->traceparent[len] = '\0';
+}
+
 /* ---- inputs and outputs ------------------------------------------------------------ */
 
 static nr_status_t *shm_lookup(nr_infer_t *inf, const char *region, size_t len, uint64_t offset,
@@ -181,7 +189,8 @@ nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg)
     inf->req->done = done;
     inf->req->done_arg = arg;
     if (nr_trace_armed() && inf->req->trace == NULL) {
-        nr_trace_t *t = nr_trace_sample(inf->model->name);
+        nr_trace_t *t = nr_trace_sample(inf->model->name,
+                                         inf->traceparent[0] ? inf->traceparent : NULL);
         if (t != NULL)
             nr_trace_recv(t, inf->proto, inf->t_recv_ns[0], inf->t_recv_ns[1]);
         inf->req->trace = t;

@@ -67,6 +67,7 @@ typedef struct nr_infer_s {
      * arriving, taken while nr_trace_armed() (0: not taken) */
     nr_trace_proto_t proto;
     uint64_t t_recv_ns[2];
+    char traceparent[56]; /* its W3C traceparent header (55 characters), or "" */
 } nr_infer_t;
 
 /* Starts a request for model m (srv may be NULL); req->frontend = frontend.
@@ -91,6 +92,10 @@ void nr_infer_param(nr_infer_t *inf, const nr_param_t *p);
  * (core/headers.h; fwd NULL: no forwarding, nothing happens). */
 void nr_infer_header(nr_infer_t *inf, const nr_header_fwd_t *fwd, const char *name,
                      size_t name_len, const char *value, size_t value_len);
+
+/* The request's W3C "traceparent" header value, kept for tracing (trace.h; a value that is not
+ * 55 characters long is not one). */
+void nr_infer_traceparent(nr_infer_t *inf, const char *value, size_t len);
 
 /* The reply starts (end false) or has finished (end true) going out: a traced request's
  * SEND timestamps. */

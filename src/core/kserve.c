@@ -471,4 +471,10 @@ void nr_kserve_trace_settings(const char *model, nr_kserve_trace_fn fn, void *ar
         fn(arg, "trace_file", (v[0] = c.file, v), 1);
     }
     fn(arg, "trace_mode", (v[0] = triton ? "triton" : "opentelemetry", v), 1);
+    for (size_t i = 0; !triton && i < c.n_otel; i++) { /* Triton lists the mode's settings */
+        const char *eq = strchr(c.otel[i], '=');
+        char *key = nr_strndup(c.otel[i], (size_t)(eq - c.otel[i]));
+        fn(arg, key, (v[0] = eq + 1, v), 1);
+        free(key);
+    }
 }

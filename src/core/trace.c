@@ -1,4 +1,4 @@
-/* trace.c - Triton's trace mode "triton" (trace.h). */
+/* trace.c - Triton's trace modes "triton" and "opentelemetry" (trace.h). */
 #include "trace.h"
 
 #include "../common/alloc.h"
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 atomic_bool nr_trace_armed_flag;
 
@@ -61,6 +62,9 @@ static struct {
     setting_t *global, *initial; /* initial: the command line's, what a cleared field returns to */
     model_setting_t *models;
     size_t n_models;
+    char **otel; /* mode opentelemetry's settings, "<key>=<value>" (copies) */
+    size_t n_otel;
+    nr_trace_exporter_t exporter; /* span NULL: none */
     atomic_ullong next_id;
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -74,6 +78,10 @@ struct nr_trace_s {
     uint64_t recv[2], send[2], done_ns;
     pthread_mutex_t mu; /* the root's: guards out */
     nr_buf_t out;       /* the root's: this trace's and its children's records */
+    /* mode opentelemetry: the trace's and its spans' ids (the root span's parent: the request's
+     * traceparent, when it brought one; a child's model span's parent: its parent's model span) */
+    bool otel, remote_parent;
+    uint8_t trace_id[16], root_span[8], parent_span[8], model_span[8], compute_span[8];
 };
 
 /* ---- the file ---------------------------------------------------------------------------- */
@@ -145,8 +153,8 @@ static const char *invalid_reason(const setting_t *s)
         return "sample rate must be non-zero";
     if (s->mode == NR_TRACE_MODE_TRITON && (s->file == NULL || s->file->name[0] == '\0'))
         return "trace file name is not given";
-    if (s->mode == NR_TRACE_MODE_OPENTELEMETRY)
-        return "mode opentelemetry is not implemented yet: no span is exported";
+    if (s->mode == NR_TRACE_MODE_OPENTELEMETRY && T.exporter.span == NULL)
+        return "the OpenTelemetry exporter is not running";
     return NULL;
 }
 
@@ -197,18 +205,59 @@ static model_setting_t *find_model(const char *model)
     return NULL;
 }
 
+/* Whether s may sample a request: valid, or in mode opentelemetry with a rate of 0 (Triton's
+ * way to trace only the requests that bring their own trace context). */
+static bool may_sample(const setting_t *s)
+{
+    const char *why = invalid_reason(s);
+    return why == NULL || (s->mode == NR_TRACE_MODE_OPENTELEMETRY && s->level != 0 &&
+                           s->rate == 0 && T.exporter.span != NULL);
+}
+
 /* Under T.mu: whether any setting can sample. */
 static void rearm(void)
 {
-    bool armed = T.global != NULL && invalid_reason(T.global) == NULL;
+    bool armed = T.global != NULL && may_sample(T.global);
     for (size_t i = 0; !armed && i < T.n_models; i++)
-        armed = invalid_reason(T.models[i].s) == NULL;
+        armed = may_sample(T.models[i].s);
     atomic_store(&nr_trace_armed_flag, armed);
+}
+
+void nr_trace_set_exporter(const nr_trace_exporter_t *e)
+{
+    pthread_mutex_lock(&T.mu);
+    T.exporter = e != NULL ? *e : (nr_trace_exporter_t){0};
+    if (T.global != NULL)
+        rearm();
+    pthread_mutex_unlock(&T.mu);
+}
+
+void nr_trace_random_id(uint8_t *out, size_t n)
+{
+    static _Thread_local uint64_t x; /* xorshift64, seeded per thread */
+    while (x == 0)
+        if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+            x = nr_now_ns() | 1;
+    bool zero = true;
+    while (zero) {
+        for (size_t i = 0; i < n; i += 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            memcpy(out + i, &x, n - i < 8 ? n - i : 8);
+        }
+        for (size_t i = 0; i < n; i++)
+            zero &= out[i] == 0;
+    }
 }
 
 void nr_trace_start(const nr_trace_config_t *c)
 {
     nr_trace_stop();
+    T.otel = nr_calloc(c->n_otel + 1, sizeof(char *));
+    for (size_t i = 0; i < c->n_otel; i++)
+        T.otel[i] = nr_strdup(c->otel[i]);
+    T.n_otel = c->n_otel;
     tfile_t *f = nr_calloc(1, sizeof(*f));
     atomic_init(&f->refs, 1);
     f->name = nr_strdup(c->file != NULL ? c->file : "");
@@ -239,6 +288,11 @@ void nr_trace_stop(void)
     free(ms);
     setting_unref(g);
     setting_unref(init);
+    for (size_t i = 0; i < T.n_otel; i++)
+        free(T.otel[i]);
+    free(T.otel);
+    T.otel = NULL;
+    T.n_otel = 0;
 }
 
 const char *nr_trace_idle_reason(void)
@@ -369,29 +423,67 @@ void nr_trace_get(const char *model, nr_trace_config_t *c)
         c->file = s->file != NULL ? s->file->name : "";
         c->count = s->count;
     }
+    c->otel = (const char *const *)T.otel;
+    c->n_otel = T.n_otel;
     pthread_mutex_unlock(&T.mu);
 }
 
 /* ---- sampling ------------------------------------------------------------------------------ */
 
-nr_trace_t *nr_trace_sample(const char *model)
+static int hexval(char c)
 {
-    bool hit = false;
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* n bytes from 2n hex digits; false when one is not a digit or all are zero. */
+static bool unhex(const char *p, uint8_t *out, size_t n)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval(p[2 * i]), lo = hexval(p[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[i] = (uint8_t)(hi << 4 | lo);
+        any |= out[i] != 0;
+    }
+    return any;
+}
+
+/* W3C trace context: "<version 2>-<trace id 32>-<parent id 16>-<flags 2>", hex. */
+static bool parse_traceparent(const char *tp, uint8_t trace_id[16], uint8_t parent[8])
+{
+    uint8_t v[1], f[1];
+    return tp != NULL && strlen(tp) == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
+           (unhex(tp, v, 1) || (tp[0] == '0' && tp[1] == '0')) && v[0] != 0xff &&
+           unhex(tp + 3, trace_id, 16) && unhex(tp + 36, parent, 8) &&
+           (unhex(tp + 53, f, 1) || (tp[53] == '0' && tp[54] == '0'));
+}
+
+nr_trace_t *nr_trace_sample(const char *model, const char *traceparent)
+{
+    bool hit = false, forced = false;
+    uint8_t ctx_trace[16], ctx_parent[8];
     pthread_mutex_lock(&T.mu); /* the one lock a request not sampled takes */
     model_setting_t *m = T.n_models > 0 ? find_model(model) : NULL;
     setting_t *s = m != NULL ? m->s : T.global;
-    if (s != NULL && s->count != 0 && invalid_reason(s) == NULL) {
-        /* Triton: every rate-th request a setting sees, while its count lasts */
-        hit = ++s->sample % s->rate == 0;
-        if (hit && s->count > 0) {
-            s->count--;
-            s->created++;
+    if (s != NULL && s->level != 0) {
+        /* Triton: a request that brings its OpenTelemetry context is always traced */
+        forced = s->mode == NR_TRACE_MODE_OPENTELEMETRY && may_sample(s) &&
+                 parse_traceparent(traceparent, ctx_trace, ctx_parent);
+        if (s->count != 0 && invalid_reason(s) == NULL) {
+            /* every rate-th request a setting sees, while its count lasts */
+            hit = ++s->sample % s->rate == 0;
+            if (hit && s->count > 0) {
+                s->count--;
+                s->created++;
+            }
         }
-        if (hit)
+        if (hit || forced)
             setting_ref(s); /* the trace's */
     }
     pthread_mutex_unlock(&T.mu);
-    if (!hit)
+    if (!hit && !forced)
         return NULL;
     nr_trace_t *t = nr_calloc(1, sizeof(*t));
     t->root = t;
@@ -401,6 +493,19 @@ nr_trace_t *nr_trace_sample(const char *model)
     t->level = s->level;
     pthread_mutex_init(&t->mu, NULL);
     nr_buf_init(&t->out);
+    t->otel = s->mode == NR_TRACE_MODE_OPENTELEMETRY;
+    if (t->otel) {
+        if (forced) { /* its spans continue the client's trace */
+            memcpy(t->trace_id, ctx_trace, 16);
+            memcpy(t->parent_span, ctx_parent, 8);
+            t->remote_parent = true;
+        } else {
+            nr_trace_random_id(t->trace_id, 16);
+        }
+        nr_trace_random_id(t->root_span, 8);
+        nr_trace_random_id(t->model_span, 8);
+        nr_trace_random_id(t->compute_span, 8);
+    }
     return t;
 }
 
@@ -413,6 +518,13 @@ nr_trace_t *nr_trace_child(nr_trace_t *parent)
     t->id = atomic_fetch_add(&T.next_id, 1) + 1;
     t->parent_id = parent->id;
     t->level = root->level;
+    t->otel = root->otel;
+    if (t->otel) {
+        memcpy(t->trace_id, root->trace_id, 16);
+        memcpy(t->parent_span, parent->model_span, 8); /* its model span's parent */
+        nr_trace_random_id(t->model_span, 8);
+        nr_trace_random_id(t->compute_span, 8);
+    }
     return t;
 }
 
@@ -570,6 +682,12 @@ static void render(nr_buf_t *b, const nr_trace_t *t, const nr_req_t *req)
 static void write_root(nr_trace_t *t)
 {
     setting_t *s = t->setting;
+    if (t->otel) { /* its spans have gone to the exporter */
+        pthread_mutex_destroy(&t->mu);
+        setting_unref(s);
+        free(t);
+        return;
+    }
     pthread_mutex_lock(&T.mu); /* the sampling side: once count is 0, created is final */
     bool all_in_count = s->count == 0, unlimited = s->count < 0;
     uint64_t created = s->created;
@@ -603,16 +721,77 @@ static void write_root(nr_trace_t *t)
     free(t);
 }
 
+static void emit(const nr_trace_span_t *sp)
+{
+    pthread_mutex_lock(&T.mu); /* (the exporter is set at start and cleared at stop) */
+    nr_trace_exporter_t e = T.exporter;
+    pthread_mutex_unlock(&T.mu);
+    if (e.span != NULL)
+        e.span(e.ctx, sp);
+}
+
+/* Mode opentelemetry: the trace's spans, as Triton makes them (trace.h). */
+static void send_spans(const nr_trace_t *t, const nr_req_t *req)
+{
+    if (!(t->level & NR_TRACE_TIMESTAMPS))
+        return; /* (Triton makes spans from timestamps only) */
+    const nr_model_t *m = req->model;
+    uint64_t end = t->done_ns ? t->done_ns : nr_now_ns();
+    bool root = t->root == t;
+    nr_trace_attr_t attrs[5] = {
+        {"triton.model_name", m->name, 0},
+        {"triton.model_version", NULL, m->version},
+        {"triton.trace_id", NULL, (int64_t)t->id},
+        {"triton.trace_parent_id", NULL, (int64_t)t->parent_id},
+        {"triton.request_id", req->id, 0},
+    };
+    nr_trace_event_t ev[4] = {{"REQUEST_START", req->t_start_ns},
+                             {"QUEUE_START", req->t_queue_ns},
+                             {"REQUEST_END", t->done_ns}};
+    emit(&(nr_trace_span_t){
+        .trace_id = t->trace_id, .span_id = t->model_span,
+        .parent_span_id = root ? t->root_span : t->parent_span, .name = m->name,
+        .start_ns = req->t_start_ns, .end_ns = end, .attrs = attrs,
+        .n_attrs = req->id != NULL && req->id[0] ? 5 : 4, .events = ev, .n_events = 3});
+    if (m->ensemble == NULL && req->t_exec_ns != 0) {
+        nr_trace_event_t cev[4] = {{"COMPUTE_START", req->t_exec_ns},
+                                  {"COMPUTE_INPUT_END", req->t_input_end_ns},
+                                  {"COMPUTE_OUTPUT_START", req->t_infer_end_ns},
+                                  {"COMPUTE_END", req->t_end_ns}};
+        emit(&(nr_trace_span_t){
+            .trace_id = t->trace_id, .span_id = t->compute_span, .parent_span_id = t->model_span,
+            .name = "compute", .start_ns = req->t_exec_ns, .end_ns = req->t_end_ns,
+            .events = cev, .n_events = 4});
+    }
+    if (root) { /* the request as the frontend saw it */
+        bool grpc = t->proto == NR_TRACE_GRPC;
+        nr_trace_event_t fev[4] = {
+            {grpc ? "GRPC_WAITREAD_START" : "HTTP_RECV_START", t->recv[0]},
+            {grpc ? "GRPC_WAITREAD_END" : "HTTP_RECV_END", t->recv[1]},
+            {grpc ? "GRPC_SEND_START" : "HTTP_SEND_START", t->send[0]},
+            {grpc ? "GRPC_SEND_END" : "HTTP_SEND_END", t->send[1]}};
+        emit(&(nr_trace_span_t){
+            .trace_id = t->trace_id, .span_id = t->root_span,
+            .parent_span_id = t->remote_parent ? t->parent_span : NULL, .name = "InferRequest",
+            .start_ns = t->recv[0] ? t->recv[0] : req->t_start_ns,
+            .end_ns = t->send[1] ? t->send[1] : end, .events = fev, .n_events = 4});
+    }
+}
+
 void nr_trace_end(nr_trace_t *t, const nr_req_t *req)
 {
     nr_trace_t *root = t->root;
-    nr_buf_t rec;
-    nr_buf_init(&rec);
-    render(&rec, t, req);
-    pthread_mutex_lock(&root->mu);
-    nr_buf_append(&root->out, rec.data, rec.len);
-    pthread_mutex_unlock(&root->mu);
-    nr_buf_free(&rec);
+    if (t->otel) {
+        send_spans(t, req);
+    } else {
+        nr_buf_t rec;
+        nr_buf_init(&rec);
+        render(&rec, t, req);
+        pthread_mutex_lock(&root->mu);
+        nr_buf_append(&root->out, rec.data, rec.len);
+        pthread_mutex_unlock(&root->mu);
+        nr_buf_free(&rec);
+    }
     if (t != root)
         free(t);
     if (atomic_fetch_sub_explicit(&root->refs, 1, memory_order_acq_rel) == 1)

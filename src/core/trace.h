@@ -47,7 +47,50 @@ typedef struct {
     uint32_t log_frequency; /* traces per <file>.<n>; 0: all into <file> */
     const char *file;       /* "" or NULL: none (then nothing is sampled in triton mode) */
     nr_trace_mode_t mode;
+    /* mode opentelemetry: its settings as "<key>=<value>" in the order given (url, resource,
+     * bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size: the exporter's,
+     * frontends/otlp), which the trace extension lists too */
+    const char *const *otel;
+    size_t n_otel;
 } nr_trace_config_t;
+
+/* ---- mode opentelemetry: spans, and who sends them ------------------------------------ */
+
+typedef struct {
+    const char *name;
+    uint64_t ns; /* CLOCK_MONOTONIC; 0: not taken (left out) */
+} nr_trace_event_t;
+
+typedef struct {
+    const char *key;
+    const char *str; /* a string value, or NULL: the integer */
+    int64_t num;
+} nr_trace_attr_t;
+
+/* One span (kind SERVER, as Triton's). */
+typedef struct {
+    const uint8_t *trace_id;       /* 16 bytes */
+    const uint8_t *span_id;        /* 8 bytes */
+    const uint8_t *parent_span_id; /* 8 bytes, or NULL: a root span */
+    const char *name;
+    uint64_t start_ns, end_ns;     /* CLOCK_MONOTONIC */
+    const nr_trace_attr_t *attrs;
+    size_t n_attrs;
+    const nr_trace_event_t *events;
+    size_t n_events;
+} nr_trace_span_t;
+
+/* What sends the spans (frontends/otlp registers itself before nr_trace_start). `span` is
+ * called on the thread that releases a traced request and must not wait; the data it gets is
+ * valid during the call only. NULL: none (mode opentelemetry then samples nothing). */
+typedef struct {
+    void (*span)(void *ctx, const nr_trace_span_t *s);
+    void *ctx;
+} nr_trace_exporter_t;
+void nr_trace_set_exporter(const nr_trace_exporter_t *e);
+
+/* n random bytes, never all zero (trace and span ids). */
+void nr_trace_random_id(uint8_t *out, size_t n);
 
 /* ---- process-wide state ---------------------------------------------------------------- */
 
@@ -69,8 +112,12 @@ static inline bool nr_trace_armed(void)
 
 /* ---- one trace ------------------------------------------------------------------------- */
 
-/* Counts a request for model `model` and returns its trace when it is sampled, else NULL. */
-nr_trace_t *nr_trace_sample(const char *model);
+
+/* Counts a request for model `model` and returns its trace when it is sampled, else NULL.
+ * `traceparent`: the request's W3C trace context header value, or NULL; in mode opentelemetry a
+ * valid one is always traced (whatever rate and count say, as Triton does) and its spans
+ * continue that trace. */
+nr_trace_t *nr_trace_sample(const char *model, const char *traceparent);
 /* A child of `parent` (an ensemble step's request). */
 nr_trace_t *nr_trace_child(nr_trace_t *parent);
 /* The frontend's receive times (0: not taken). */

@@ -333,3 +333,237 @@ def test_flags_precedence(server_factory, repos, tmp_path):
                  name="nofile")
     assert "no request will be traced: trace file name is not given" in srv2.log
     assert get(srv2.port, "/v2/trace/setting").json()["trace_level"] == ["TIMESTAMPS"]
+
+
+# ---------------------------------------------------------------------------- opentelemetry
+
+class OtlpReceiver:
+    """An OTLP/HTTP collector written for the test: it decodes each POSTed
+    ExportTraceServiceRequest with the opentelemetry-proto package and keeps (resource
+    attributes, span) pairs; `stall` makes it take the request and never answer."""
+
+    def __init__(self, stall=False):
+        import http.server
+        import socketserver
+        import threading
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+        self.spans, self.posts, self.lock = [], [], threading.Lock()
+        self.release = threading.Event()
+        recv = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if stall:
+                    recv.release.wait(60)
+                    return
+                req = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+                with recv.lock:
+                    recv.posts.append((self.path, self.headers["Content-Type"]))
+                    for rs in req.resource_spans:
+                        res = {a.key: a.value.string_value for a in rs.resource.attributes}
+                        for ss in rs.scope_spans:
+                            for sp in ss.spans:
+                                recv.spans.append((res, ss.scope.name, sp))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/v1/traces"
+
+    def wait_spans(self, n, timeout=20):
+        import time
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.spans) >= n:
+                    return list(self.spans)
+            time.sleep(0.05)
+        with self.lock:
+            return list(self.spans)
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = OtlpReceiver()
+    yield r
+    r.close()
+
+
+def otel_args(url, *more):
+    return ["--trace-config=mode=opentelemetry", f"--trace-config=opentelemetry,url={url}",
+            "--trace-config=level=TIMESTAMPS", "--trace-config=opentelemetry,bsp_schedule_delay=50",
+            *more]
+
+
+def attrs(span):
+    out = {}
+    for a in span.attributes:
+        v = a.value
+        out[a.key] = v.string_value if v.HasField("string_value") else v.int_value
+    return out
+
+
+def test_opentelemetry_spans(server_factory, repos, tmp_path, receiver):
+    """Mode opentelemetry: each traced request is Triton's three spans (InferRequest with the
+    frontend's events, the model's span under it with REQUEST_START, QUEUE_START, REQUEST_END
+    and its triton.* attributes, compute under that with the four COMPUTE_* events), one trace
+    id, kind SERVER, Unix times; sent as OTLP/HTTP protobuf to the url, with the resource
+    attributes given and Triton's default service.name otherwise."""
+    import time
+    srv = start(server_factory, repos, tmp_path, otel_args(
+        receiver.url, "--trace-config=rate=1",
+        "--trace-config=opentelemetry,resource=deployment.environment=test"))
+    s = get(srv.port, "/v2/trace/setting").json()
+    assert s["trace_mode"] == "opentelemetry" and s["url"] == receiver.url, s
+    assert s["bsp_schedule_delay"] == "50" and s["bsp_max_queue_size"] == "2048", s
+    assert "trace_file" not in s and "log_frequency" not in s, s
+    t0 = time.time_ns()
+    infer_http(srv.url, request_id="h")
+    infer_grpc(srv.grpc_url)
+    spans = receiver.wait_spans(6)
+    assert len(spans) == 6, spans
+    assert receiver.posts[0] == ("/v1/traces", "application/x-protobuf")
+    res, scope, _ = spans[0]
+    assert res == {"deployment.environment": "test", "service.name": "triton-inference-server"}
+    by_trace = {}
+    for _, _, sp in spans:
+        by_trace.setdefault(sp.trace_id, []).append(sp)
+    assert len(by_trace) == 2 and all(len(v) == 3 for v in by_trace.values())
+    for group in by_trace.values():
+        named = {sp.name: sp for sp in group}
+        root, model, compute = named["InferRequest"], named["simple"], named["compute"]
+        assert root.parent_span_id == b"" and len(root.trace_id) == 16
+        assert model.parent_span_id == root.span_id and compute.parent_span_id == model.span_id
+        assert {sp.kind for sp in group} == {2}  # SPAN_KIND_SERVER
+        ev = lambda sp: [e.name for e in sp.events]  # noqa: E731
+        grpc = ev(root)[0].startswith("GRPC")
+        pre = ("GRPC_WAITREAD", "GRPC_SEND") if grpc else ("HTTP_RECV", "HTTP_SEND")
+        assert ev(root) == [f"{pre[0]}_START", f"{pre[0]}_END", f"{pre[1]}_START",
+                            f"{pre[1]}_END"], ev(root)
+        assert ev(model) == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
+        assert ev(compute) == ["COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START",
+                               "COMPUTE_END"]
+        a = attrs(model)
+        assert a["triton.model_name"] == "simple" and a["triton.model_version"] == 1
+        assert a["triton.trace_parent_id"] == 0 and a["triton.trace_id"] > 0
+        assert a.get("triton.request_id") == (None if grpc else "h"), a
+        for sp in group:
+            assert t0 - 5e9 < sp.start_time_unix_nano <= sp.end_time_unix_nano < t0 + 60e9
+            times = [e.time_unix_nano for e in sp.events]
+            assert times == sorted(times), (sp.name, times)
+        assert root.start_time_unix_nano <= model.start_time_unix_nano
+        assert compute.end_time_unix_nano <= model.end_time_unix_nano <= root.end_time_unix_nano
+
+
+def test_opentelemetry_context_propagation(server_factory, repos, tmp_path, receiver):
+    """rate=0: only requests that bring a W3C traceparent are traced, and their spans continue
+    the client's trace (its trace id; InferRequest's parent is the client's span), over HTTP and
+    gRPC; a malformed traceparent is no context."""
+    srv = start(server_factory, repos, tmp_path, otel_args(receiver.url, "--trace-config=rate=0"))
+    tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    hc = httpclient.InferenceServerClient(srv.url)
+    gc = grpcclient.InferenceServerClient(srv.grpc_url)
+    hc.infer("simple", simple_inputs(httpclient))  # no context: not traced
+    hc.infer("simple", simple_inputs(httpclient), headers={"traceparent": "00-zz-00-01"})
+    hc.infer("simple", simple_inputs(httpclient), headers={"traceparent": f"00-{tid}-{sid}-01"})
+    gid = "0af7651916cd43dd8448eb211c80319c"
+    gc.infer("simple", simple_inputs(grpcclient), headers={"traceparent": f"00-{gid}-{sid}-01"})
+    spans = receiver.wait_spans(6)
+    import time
+    time.sleep(0.3)  # nothing more comes
+    spans = receiver.wait_spans(7, timeout=0.2)
+    assert len(spans) == 6, [sp.name for _, _, sp in spans]
+    roots = {sp.trace_id.hex(): sp for _, _, sp in spans if sp.name == "InferRequest"}
+    assert set(roots) == {tid, gid}
+    for r in roots.values():
+        assert r.parent_span_id.hex() == sid
+
+
+def test_opentelemetry_ensemble_steps(server_factory, tmp_path, receiver):
+    """An ensemble's steps are model spans under the ensemble's model span, each with its
+    compute span, in the request's one trace."""
+    repo = tmp_path / "repo"
+    models.write_simple_two_versions(repo)
+    models.write_ensemble(repo, "ensemble_add_sub", models.ensemble_add_sub_config())
+    srv = server_factory([repo], otel_args(receiver.url, "--trace-config=rate=1"), name="ens")
+    infer_http(srv.url, model="ensemble_add_sub")
+    spans = [sp for _, _, sp in receiver.wait_spans(14)]
+    assert len(spans) == 14, [sp.name for sp in spans]  # root, ensemble, 6 x (model, compute)
+    assert len({sp.trace_id for sp in spans}) == 1
+    ens = next(sp for sp in spans if sp.name == "ensemble_add_sub")
+    steps = [sp for sp in spans if sp.name == "simple"]
+    assert len(steps) == 6 and all(sp.parent_span_id == ens.span_id for sp in steps)
+    assert all(attrs(sp)["triton.trace_parent_id"] == attrs(ens)["triton.trace_id"]
+               for sp in steps)
+    computes = [sp for sp in spans if sp.name == "compute"]
+    assert sorted(c.parent_span_id for c in computes) == sorted(s.span_id for s in steps)
+
+
+def test_opentelemetry_collector_stalls(server_factory, repos, tmp_path):
+    """A collector that takes the export and never answers: requests keep being answered at
+    once, the queue stays bounded (the log says spans are dropped), and the server still stops
+    promptly (the export in flight is given up)."""
+    import time
+    stall = OtlpReceiver(stall=True)
+    try:
+        srv = start(server_factory, repos, tmp_path, otel_args(
+            stall.url, "--trace-config=rate=1", "--trace-config=opentelemetry,bsp_max_queue_size=8",
+            "--trace-config=opentelemetry,bsp_max_export_batch_size=4"))
+        hc = httpclient.InferenceServerClient(srv.url)
+        t0 = time.monotonic()
+        for _ in range(200):
+            r = hc.infer("simple", simple_inputs(httpclient))
+            assert (r.as_numpy("OUTPUT0") == A + B).all()
+        assert time.monotonic() - t0 < 30
+        assert "the span queue is full (bsp_max_queue_size 8)" in srv.log, srv.log[-2000:]
+        t1 = time.monotonic()
+        assert srv.stop() == 0
+        assert time.monotonic() - t1 < 8, time.monotonic() - t1
+    finally:
+        stall.close()
+
+
+def test_opentelemetry_collector_down(server_factory, repos, tmp_path):
+    """No collector at the url: requests are answered; the log says the export fails (once)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    srv = start(server_factory, repos, tmp_path, otel_args(
+        f"http://127.0.0.1:{port}/v1/traces", "--trace-config=rate=1"))
+    for _ in range(20):
+        infer_http(srv.url)
+    import time
+    deadline = time.monotonic() + 10
+    while "cannot export spans" not in srv.log and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.log.count("OpenTelemetry: cannot export spans to") == 1, srv.log[-2000:]
+
+
+def test_opentelemetry_bad_settings(repos):
+    p = run_cli([f"--model-repository={repos['repo_small']}", "--trace-config=mode=opentelemetry",
+                 "--trace-config=opentelemetry,bsp_max_queue_size=lots"])
+    err = p.stderr.decode()
+    assert p.returncode == 1 and 'Bad option: "--trace-config opentelemetry,bsp_max_queue_size".' \
+        "\nInvalid option value. Got lots" in err, err[-1500:]

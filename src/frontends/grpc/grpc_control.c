@@ -472,17 +472,20 @@ static nr_status_t *cuda_unregister(nr_grpc_server_t *s, const ProtobufCMessage 
 
 /* ---- trace and logging ---------------------------------------------------------------- */
 
+#define TRACE_KEYS_MAX 32 /* six of Triton's, and mode opentelemetry's settings */
+
 typedef struct {
-    Inference__TraceSettingResponse__SettingValue sv[8];
-    Inference__TraceSettingResponse__SettingsEntry e[8], *ep[8];
-    char *vals[8][2]; /* copies: the values live in the caller's frame */
+    Inference__TraceSettingResponse__SettingValue sv[TRACE_KEYS_MAX];
+    Inference__TraceSettingResponse__SettingsEntry e[TRACE_KEYS_MAX], *ep[TRACE_KEYS_MAX];
+    char *keys[TRACE_KEYS_MAX], *vals[TRACE_KEYS_MAX][2]; /* copies: they live in the caller's
+                                                             frame */
     size_t n;
 } trace_acc_t;
 
 static void put_trace_setting(void *arg, const char *key, const char *const *values, size_t n)
 {
     trace_acc_t *a = arg;
-    if (a->n >= 8)
+    if (a->n >= TRACE_KEYS_MAX)
         return;
     size_t i = a->n++;
     inference__trace_setting_response__setting_value__init(&a->sv[i]);
@@ -491,7 +494,7 @@ static void put_trace_setting(void *arg, const char *key, const char *const *val
     a->sv[i].n_value = n < 2 ? n : 2;
     a->sv[i].value = a->vals[i];
     inference__trace_setting_response__settings_entry__init(&a->e[i]);
-    a->e[i].key = (char *)key; /* a literal */
+    a->e[i].key = a->keys[i] = nr_strdup(key);
     a->e[i].value = &a->sv[i];
     a->ep[i] = &a->e[i];
 }
@@ -525,15 +528,18 @@ static nr_status_t *trace_setting(nr_grpc_server_t *s, const ProtobufCMessage *r
         if (st != NULL)
             return st;
     }
-    trace_acc_t a = {.n = 0};
-    nr_kserve_trace_settings(model, put_trace_setting, &a);
+    trace_acc_t *a = nr_calloc(1, sizeof(*a)); /* (large for a stack) */
+    nr_kserve_trace_settings(model, put_trace_setting, a);
     Inference__TraceSettingResponse r = INFERENCE__TRACE_SETTING_RESPONSE__INIT;
-    r.n_settings = a.n;
-    r.settings = a.ep;
+    r.n_settings = a->n;
+    r.settings = a->ep;
     nr_grpc_pack(&r.base, out);
-    for (size_t i = 0; i < a.n; i++)
+    for (size_t i = 0; i < a->n; i++) {
+        free(a->keys[i]);
         for (size_t k = 0; k < 2; k++)
-            free(a.vals[i][k]);
+            free(a->vals[i][k]);
+    }
+    free(a);
     return NULL;
 }
 

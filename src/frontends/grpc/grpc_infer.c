@@ -419,6 +419,13 @@ nr_status_t *nr_grpc_infer_parse(nr_server_t *core, const uint8_t *data, size_t 
 void nr_grpc_infer_headers(nr_grpc_infer_t *inf, const nr_grpc_call_t *c)
 {
     const nr_header_fwd_t *fwd = c->srv->fwd;
+    for (size_t i = 0; nr_trace_armed() && i < c->md.count; i++) {
+        const grpc_metadata *m = &c->md.metadata[i];
+        if (GRPC_SLICE_LENGTH(m->key) == 11 &&
+            !memcmp(GRPC_SLICE_START_PTR(m->key), "traceparent", 11))
+            nr_infer_traceparent(&inf->base, (const char *)GRPC_SLICE_START_PTR(m->value),
+                                 GRPC_SLICE_LENGTH(m->value));
+    }
     for (size_t i = 0; fwd != NULL && i < c->md.count; i++) {
         const grpc_metadata *m = &c->md.metadata[i];
         nr_infer_header(&inf->base, fwd, (const char *)GRPC_SLICE_START_PTR(m->key),

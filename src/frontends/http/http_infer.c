@@ -813,6 +813,11 @@ static void run(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r, nr_mod
     inf->base.proto = NR_TRACE_HTTP;
     inf->base.t_recv_ns[0] = q->recv_ns[0];
     inf->base.t_recv_ns[1] = q->recv_ns[1];
+    if (st == NULL && nr_trace_armed() && q->headers != NULL && q->headers->lookup != NULL) {
+        const char *tp = q->headers->lookup(q->headers->ctx, "traceparent");
+        if (tp != NULL)
+            nr_infer_traceparent(&inf->base, tp, strlen(tp));
+    }
     if (st == NULL && generate && q->generate_stream) { /* answered now, sent as it comes */
         nr_http_stream_t *sse = inf->sse = nr_http_stream_new(&s->parked);
         inf->base.req->on_response = nr_http_generate_sse_response;
