@@ -8,8 +8,9 @@
  * that a hit is an exact match, never a hash collision) and its output bytes, plus the
  * entry's bookkeeping. The least recently used entries go first when a new one needs room; an
  * answer larger than the whole cache is not kept. A model's entries are dropped when that load
- * of it is unloaded (a reload gets new ones). Decoupled models (refused by validation) and
- * ensembles are not cached.
+ * of it is unloaded (a reload gets new ones). Decoupled models (refused by validation) are not
+ * cached; an ensemble's whole answer is (inserted when its last step ends, ensemble.c), as
+ * Triton caches a top-level ensemble's.
  *
  * An entry is shared by the requests answered from it (its outputs are views held through
  * nr_tensor_t.hold): eviction never frees bytes a reply is still being made from.

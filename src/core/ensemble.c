@@ -15,6 +15,7 @@
 #include "../common/buf.h"
 #include "../common/debug.h"
 #include "../common/strmap.h"
+#include "cache.h"
 #include "model.h"
 
 #include <pthread.h>
@@ -950,6 +951,7 @@ static void finish(run_t *r)
     nr_req_t *req = r->req;
     nr_ensemble_t *e = r->e;
     nr_model_t *m = e->model;
+    bool missed = req->cache_key != NULL; /* a cached ensemble's miss (the insert takes it) */
     req->t_end_ns = nr_now_ns();
     for (size_t k = 0; !e->decoupled && r->status == NULL && k < req->n_want; k++)
         if (!r->root.have[e->output_tensor[req->want[k]]])
@@ -970,12 +972,16 @@ static void finish(run_t *r)
             fill_outputs(r, &r->root, req);
         }
         record_success(r, m, req);
+        if (missed && !e->decoupled) /* its answer is kept */
+            req->cache_ns += nr_cache_insert(req);
         /* as seen by an ensemble this one is a step of: its compute times are its steps'
          * sums (Triton adds a nested ensemble's into the outer one's) */
         req->t_infer_end_ns = req->t_end_ns - r->out_ns;
         req->t_input_end_ns = req->t_infer_end_ns - r->infer_ns;
         req->t_exec_ns = req->t_input_end_ns - r->in_ns;
     }
+    if (missed) /* its lookup (and insert): a miss, as a model's */
+        nr_stat_add(&m->stats.cache_miss, req->cache_ns);
     r->req = NULL;
     atomic_fetch_sub(&e->inflight, 1);
     nr_req_done(req);

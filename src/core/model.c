@@ -178,9 +178,12 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
         return nr_status_new(NR_UNSUPPORTED, "sequence batching is not supported by nereid "
                                              "(the model configuration sets 'sequence_batching')");
     nr_labels_load(&m->labels, m->cfg, model_dir);
-    if (m->backend == NULL) /* an ensemble: its steps run on the composing models */
-        return nr_ensemble_create(m, m->lookup, m->lookup_arg, &m->ensemble);
-    nr_status_t *st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
+    nr_status_t *st;
+    if (m->backend == NULL) { /* an ensemble: its steps run on the composing models */
+        st = nr_ensemble_create(m, m->lookup, m->lookup_arg, &m->ensemble);
+        goto cache;
+    }
+    st = m->backend->model_load(m->cfg, model_dir, model_path, &m->backend_state);
     if (st)
         return st;
     nr_host_bind(m);
@@ -197,8 +200,10 @@ nr_status_t *nr_model_load(nr_model_t *m, const char *model_dir, const char *mod
     }
     if (st)
         teardown(m);
-    else if (m->cfg->response_cache_enable && nr_cache_enabled() && !m->cfg->decoupled) {
-        m->cached = true; /* (an ensemble returned above: not cached) */
+cache: /* an ensemble's whole answer is cached as a model's (Triton's ensemble caching) */
+    if (st == NULL && m->cfg->response_cache_enable && nr_cache_enabled() &&
+        !m->cfg->decoupled) {
+        m->cached = true;
         m->cache_owner = nr_cache_new_owner();
     }
     return st;

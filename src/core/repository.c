@@ -395,14 +395,9 @@ static bool is_ensemble(const nr_model_config_t *cfg);
  * once per load, never ignored silently. */
 static void warn_without_effect(const nr_model_config_t *cfg)
 {
-    bool ensemble = is_ensemble(cfg);
     if (cfg->response_cache_enable && !nr_cache_enabled())
         NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: no cache is "
                     "configured (--cache-config=local,size=<bytes>)", cfg->name);
-    else if (cfg->response_cache_enable && ensemble)
-        NR_LOG_WARN("model '%s': response_cache { enable: true } has no effect: nereid does not "
-                    "cache an ensemble's answers (its composing models' caches apply)",
-                    cfg->name);
     if (cfg->has_model_repository_agents)
         NR_LOG_WARN("model '%s': model_repository_agents has no effect: nereid runs no "
                     "repository agents", cfg->name);

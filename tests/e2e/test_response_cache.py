@@ -177,3 +177,43 @@ def test_bad_cache_config(repos, value):
     from conftest import run_cli
     p = run_cli([f"--model-repository={repos['repo_small']}", f"--cache-config={value}"])
     assert p.returncode != 0 and b'Bad option: "--cache-config".' in p.stderr, p.stderr[-400:]
+
+
+def test_ensemble_answers_are_cached(server_factory, tmp_path):
+    """An ensemble with response_cache { enable: true } (Triton's ensemble caching): the second
+    equal request is answered from the cache, byte for byte, without running any step (its
+    composing model's execution count stays); the ensemble's statistics count the hit and the
+    miss; a different request still runs the steps."""
+    import models
+    repo = tmp_path / "repo"
+    models.write_simple_two_versions(repo)
+    cfg = models.ensemble_add_sub_config() + CACHE
+    models.write_ensemble(repo, "ensemble_add_sub", cfg)
+    srv = server_factory([repo], ["--cache-config=local,size=1048576"], name="enscache")
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    b = np.full((1, 16), 3, dtype=np.int32)
+    body = json.dumps({"inputs": [
+        {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": a.flatten().tolist()},
+        {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": b.flatten().tolist()}]})
+    path = "/v2/models/ensemble_add_sub/infer"
+
+    def simple_executions():
+        s = get(srv.port, "/v2/models/simple/stats").json()["model_stats"]
+        return sum(m["execution_count"] for m in s)
+
+    first = request(srv.port, "POST", path, body=body)
+    assert first.status == 200, first.body
+    out = {o["name"]: o["data"] for o in json.loads(first.body)["outputs"]}
+    assert out["OUTPUT0"] == (a + b).flatten().tolist() and \
+        out["OUTPUT1"] == (a - b).flatten().tolist()
+    ran = simple_executions()
+    assert ran == 6, ran
+    second = request(srv.port, "POST", path, body=body)
+    assert second.status == 200 and second.body == first.body
+    assert simple_executions() == ran  # no step ran
+    s = stats(srv.port, "ensemble_add_sub")
+    assert (s["hit"], s["miss"], s["success"]) == (1, 1, 2), s
+    third = request(srv.port, "POST", path, body=body.replace('"data": [3,', '"data": [4,'))
+    assert third.status == 200 and third.body != first.body
+    assert simple_executions() == ran + 6
+    assert "has no effect" not in srv.log
