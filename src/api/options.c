@@ -792,8 +792,11 @@ static const nr_cli_opt_t flag_table[] = {
        "A resource's count (default: the most any instance\nasks for); repeatable"),
     FN("trace-config", add_trace_config, "=[<mode>,]<setting>=<value>",
        "Tracing: level=OFF|TIMESTAMPS|TENSORS, rate=<n> (every\n"
-       "n-th request), count=<n> (-1: no limit), mode=triton;\n"
-       "triton,file=<path>, triton,log-frequency=<n>; repeatable"),
+       "n-th request), count=<n> (-1: no limit),\n"
+       "mode=triton|opentelemetry; triton,file=<path>,\n"
+       "triton,log-frequency=<n>; opentelemetry,url=<url>,\n"
+       "opentelemetry,resource=<k>=<v>, opentelemetry,bsp_*=<n>;\n"
+       "repeatable"),
     FN("trace-file", set_trace_deprecated, "=<path>", "Deprecated: --trace-config triton,file="),
     FN("trace-level", set_trace_deprecated, "=<level>", "Deprecated: --trace-config level="),
     FN("trace-rate", set_trace_deprecated, "=<int>", "Deprecated: --trace-config rate="),

@@ -67,6 +67,10 @@ typedef struct {
     uint64_t timeout_us;        /* 0: none */
     const char *params;         /* custom parameters, a JSON object's text; NULL: none */
     size_t params_len;
+    /* the request (of the batch being executed, or answered later) whose trace this one
+     * continues (Triton's InferenceRequest(trace=request.trace())), or NULL: none. Read during
+     * the infer call only. */
+    const nr_batch_item_t *parent;
     /* NULL: a decoupled model refuses the request. Else each response of a decoupled model
      * (outputs as for done, or err; flags NR_RESPONSE_*), on the thread executing it, before
      * done; done then carries only an error (or no outputs at all) */

@@ -43,6 +43,12 @@ static void call_done(nr_req_t *req, void *arg)
     free(c);
 }
 
+/* The request an item belongs to (request.h: the item lives inside it). */
+static nr_req_t *item_req(const nr_batch_item_t *item)
+{
+    return (nr_req_t *)((char *)item - offsetof(nr_req_t, item));
+}
+
 static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_fn done, void *arg)
 {
     nr_model_t *caller = ctx, *m = NULL;
@@ -61,6 +67,8 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
         return st;
     }
     nr_req_t *req = nr_req_new(m);
+    if (r->parent != NULL && item_req(r->parent)->trace != NULL) /* a child of its trace */
+        req->trace = nr_trace_child(item_req(r->parent)->trace);
     if (r->id != NULL && r->id[0] != '\0')
         st = nr_req_set_id(req, r->id, strlen(r->id));
     if (st == NULL && r->params_len > 0)
@@ -89,12 +97,6 @@ static nr_status_t *host_infer(void *ctx, const nr_host_req_t *r, nr_host_done_f
         free(c);
     }
     return st;
-}
-
-/* The request an item belongs to (request.h: the item lives inside it). */
-static nr_req_t *item_req(const nr_batch_item_t *item)
-{
-    return (nr_req_t *)((char *)item - offsetof(nr_req_t, item));
 }
 
 static bool host_is_cancelled(void *ctx, const nr_batch_item_t *item)

@@ -567,3 +567,55 @@ def test_opentelemetry_bad_settings(repos):
     err = p.stderr.decode()
     assert p.returncode == 1 and 'Bad option: "--trace-config opentelemetry,bsp_max_queue_size".' \
         "\nInvalid option value. Got lots" in err, err[-1500:]
+
+
+BLS_TRACED = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            ins = [pb_utils.get_input_tensor_by_name(r, n) for n in ("INPUT0", "INPUT1")]
+            kw = {"trace": r.trace()} if r.request_id() != "untraced-child" else {}
+            assert r.trace().get_context() is None
+            res = pb_utils.InferenceRequest(model_name="simple", inputs=ins,
+                                            requested_output_names=["OUTPUT0"], **kw).exec()
+            if res.has_error():
+                raise pb_utils.TritonModelException(res.error().message())
+            out.append(pb_utils.InferenceResponse(
+                [pb_utils.get_output_tensor_by_name(res, "OUTPUT0")]))
+        return out
+'''
+BLS_IO = ('input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1, 16 ] }, '
+          '{ name: "INPUT1" data_type: TYPE_INT32 dims: [ 1, 16 ] } ]\n'
+          'output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1, 16 ] } ]')
+
+
+def test_bls_request_with_trace_is_a_child(server_factory, repos, tmp_path):
+    """A Python model's BLS request made with trace=request.trace() is a child trace of the
+    request that made it (parent_id), as Triton traces BLS calls; one made without it is not
+    traced (Triton's default for BLS), even at rate=1."""
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(repos["repo_small"]) / "simple", repo / "simple")
+    d = repo / "bls_traced"
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(f'name: "bls_traced"\nbackend: "python"\n{BLS_IO}\n')
+    (d / "1" / "model.py").write_text(BLS_TRACED)
+    f = tmp_path / "t.json"
+    srv = server_factory([repo], ["--trace-config=level=TIMESTAMPS", "--trace-config=rate=1",
+                                  f"--trace-config=triton,file={f}"], name="blstrace")
+    c = httpclient.InferenceServerClient(srv.url)
+    for rid in ("p1", "untraced-child"):
+        r = c.infer("bls_traced", simple_inputs(httpclient), request_id=rid)
+        assert (r.as_numpy("OUTPUT0") == A + B).all()
+    assert srv.stop() == 0
+    t = load(f)
+    parents = [v for v in t.values() if v["model"]["model_name"] == "bls_traced"]
+    assert sorted(v["model"]["request_id"] for v in parents) == ["p1", "untraced-child"]
+    parent = next(v for v in parents if v["model"]["request_id"] == "p1")
+    kids = [v for v in t.values() if v["model"]["model_name"] == "simple"]
+    assert len(kids) == 1 and kids[0]["model"].get("parent_id") == parent["model"]["id"], t
+    check_stamps(parent, HTTP_ORDER)
+    assert [n for n, _ in kids[0]["stamps"]] == HTTP_ORDER[2:10]

@@ -789,6 +789,9 @@ static void bls_start(py_inst_t *in, const nr_py_hdr_t *h)
                            .timeout_us = bh.timeout_us,
                            .on_response = bh.flags & NR_PY_BLS_DECOUPLED ? bls_response : NULL};
     c->final_sent = false;
+    uint32_t ps = bh.parent - 1; /* the slots are this thread's (py_sender_message) */
+    if (bh.parent > 0 && ps < in->n_slots && in->slots[ps].it != NULL)
+        c->r.parent = in->slots[ps].it;
     memcpy(m, src, bh.name_len);
     m[bh.name_len] = '\0';
     m += bh.name_len + 1;

@@ -122,7 +122,8 @@ typedef struct {
     uint32_t name_len, n_inputs, n_want, id_len, want_len, flags; /* NR_PY_BLS_DECOUPLED */
     int64_t version;
     uint64_t timeout_us;
-    uint32_t params_len, pad; /* its parameters (a JSON object) follow the output names */
+    uint32_t params_len; /* its parameters (a JSON object) follow the output names */
+    uint32_t parent;     /* 1 + the slot of the request whose trace() it was given; 0: none */
 } nr_py_bls_t;                                                                 /* <IIIIIIqQII */
 #define NR_PY_REPLY_CANCELLED 4u
 #define NR_PY_BLS_DECOUPLED 1u /* exec(decoupled=True): every response comes back (the reply's

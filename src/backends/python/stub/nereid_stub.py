@@ -49,7 +49,7 @@ TENSOR = struct.Struct("<IIIIQQ")       # index or name_len, type code, ndim, 0,
 RESP = struct.Struct("<iIII")           # error code (-1: none), n_outputs, err_len, params_len
 LOGHDR = struct.Struct("<II")           # level, line
 BLS = struct.Struct("<IIIIIIqQII")      # name_len, n_inputs, n_want, id_len, want_len, flags,
-                                        # version, timeout_us, params_len, 0
+                                        # version, timeout_us, params_len, 1 + parent slot
 METRIC = struct.Struct("<IIQdII")       # op, kind, id, value, n_strings, n_buckets
 CONTROL = struct.Struct("<IIqII")       # op, flag, version, n_strings, 0
 COUNT = struct.Struct("<Q")             # the reply file's head: the server's count of messages read;
@@ -187,7 +187,8 @@ class Stub:
             tag = self.tag
             BLS.pack_into(mm, base, len(name), len(ins), len(request.requested_output_names()),
                           len(rid), len(want), 1 if decoupled else 0,
-                          int(request.model_version()), int(request.timeout()), len(params), 0)
+                          int(request.model_version()), int(request.timeout()), len(params),
+                          request._trace_parent())
             p = base + BLS.size
             for b in (name, rid, want, params):
                 mm[p:p + len(b)] = b

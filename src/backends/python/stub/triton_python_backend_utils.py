@@ -263,6 +263,7 @@ class InferenceRequest:
         elif not isinstance(parameters, str):
             parameters = json.dumps(parameters)
         self._parameters = parameters
+        self._trace = trace  # an InferenceTrace: the request whose trace this one continues
         self._index = None   # its slot, for a request the server handed over
         self._live = False   # handed over and not ended yet (its final flag not sent)
         self._sender = None
@@ -294,6 +295,16 @@ class InferenceRequest:
     def parameters(self):
         return self._parameters
 
+    def trace(self):
+        """The request's trace: given to an InferenceRequest made in execute (trace=...), that
+        request is traced as a child of this one when this one is traced (Triton's BLS
+        tracing)."""
+        return InferenceTrace(self._index)
+
+    def _trace_parent(self):
+        t = self._trace
+        return t._slot + 1 if isinstance(t, InferenceTrace) and t._slot is not None else 0
+
     def is_cancelled(self):
         """Whether the client has gone (a cancelled gRPC stream): the model may stop early."""
         return _stub.is_cancelled(self) if _stub is not None else False
@@ -321,6 +332,18 @@ class InferenceRequest:
         import asyncio
         return await asyncio.get_running_loop().run_in_executor(
             None, _stub.bls_exec, self, decoupled)
+
+
+class InferenceTrace:
+    """What request.trace() returns: which request's trace a BLS request continues."""
+
+    def __init__(self, slot=None):
+        self._slot = slot
+
+    def get_context(self, mode="opentelemetry"):
+        """The OpenTelemetry context of the trace, as Triton gives it to a model: None here (a
+        BLS request made with trace= continues its parent's trace inside the server)."""
+        return None
 
 
 class InferenceResponseSender:
