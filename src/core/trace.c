@@ -298,7 +298,9 @@ void nr_trace_stop(void)
 const char *nr_trace_idle_reason(void)
 {
     pthread_mutex_lock(&T.mu);
-    const char *why = T.global != NULL && T.global->level != 0 ? invalid_reason(T.global) : NULL;
+    const char *why = T.global != NULL && T.global->level != 0 && !may_sample(T.global)
+                          ? invalid_reason(T.global) : NULL; /* (rate 0 with opentelemetry:
+                                                                 requests with a context) */
     pthread_mutex_unlock(&T.mu);
     return why;
 }

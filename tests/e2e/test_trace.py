@@ -480,6 +480,7 @@ def test_opentelemetry_context_propagation(server_factory, repos, tmp_path, rece
     the client's trace (its trace id; InferRequest's parent is the client's span), over HTTP and
     gRPC; a malformed traceparent is no context."""
     srv = start(server_factory, repos, tmp_path, otel_args(receiver.url, "--trace-config=rate=0"))
+    assert "no request will be traced" not in srv.log  # rate 0 is the way to ask for this
     tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     hc = httpclient.InferenceServerClient(srv.url)
     gc = grpcclient.InferenceServerClient(srv.grpc_url)
