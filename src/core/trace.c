@@ -580,7 +580,10 @@ static void tensor_data(nr_buf_t *d, const nr_tensor_t *t)
             off += 4;
             if (len > t->size - off)
                 return;
-            nr_buf_printf(d, "%s\"%.*s\"", k ? "," : "", (int)len, (const char *)p + off);
+            nr_buf_puts(d, k ? ",\"" : "\""); /* the bytes as they are (a NUL included): the
+                                                  record escapes them */
+            nr_buf_append(d, p + off, len);
+            nr_buf_putc(d, '"');
             off += len;
         }
         return;

@@ -177,6 +177,26 @@ def test_tensors_level(server_factory, repos, tmp_path):
     }, got
 
 
+def test_tensors_level_bytes(server_factory, repos, tmp_path):
+    """BYTES elements are written as Triton writes them, each in quotes, comma separated (the
+    record's JSON escapes the quotes, a comma, a NUL and non-ASCII text stay what they are)."""
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path,
+                ["--trace-config=level=TENSORS", "--trace-config=rate=1",
+                 f"--trace-config=triton,file={f}"])
+    words = ["a,b", 'say "hi"', "nul\x00in", "中"]
+    body = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "BYTES",
+                                   "data": words}]})
+    r = post(srv.port, "/v2/models/identity_bytes/infer", body.encode())
+    assert r.status == 200, r.body
+    assert srv.stop() == 0
+    (t,) = load(f).values()
+    assert t["stamps"] == []  # TENSORS alone: no timestamps
+    data = {r["activity"]: r["tensor"]["data"] for r in t["tensors"]}
+    want = ",".join(f'"{w}"' for w in words)
+    assert data == {"TENSOR_QUEUE_INPUT": want, "TENSOR_BACKEND_OUTPUT": want}, data
+
+
 def test_ensemble_steps_are_child_traces(server_factory, repos, tmp_path):
     """An ensemble request is one trace (no COMPUTE_* stamps: its steps compute); each of its
     steps is a child trace of its own id whose parent_id is the ensemble's, written with it."""
