@@ -6,6 +6,7 @@ per tensor), sampling by rate and count, log-frequency's indexed files, and the 
 settings over HTTP and gRPC, changed at run time as Triton changes them."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -640,3 +641,34 @@ def test_bls_request_with_trace_is_a_child(server_factory, repos, tmp_path):
     assert len(kids) == 1 and kids[0]["model"].get("parent_id") == parent["model"]["id"], t
     check_stamps(parent, HTTP_ORDER)
     assert [n for n, _ in kids[0]["stamps"]] == HTTP_ORDER[2:10]
+
+
+def test_perf_tools_trace_flags(server_factory, repos, tmp_path):
+    """nereid-perf takes perf_analyzer's --trace-level, --trace-rate, --trace-count and
+    --log-frequency and changes the server's global trace settings before its run, as
+    perf_analyzer 2.51 does (checked side by side, over HTTP and gRPC); a value the server
+    refuses stops the tool with the server's text."""
+    import subprocess
+    from conftest import ROOT
+    perf = Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid").parent / \
+        "nereid-perf"
+    pa = ROOT / "scripts" / "perf_analyzer"
+    f = tmp_path / "t.json"
+    srv = start(server_factory, repos, tmp_path, [f"--trace-config=triton,file={f}"])
+    want = {"trace_level": ["TIMESTAMPS"], "trace_rate": "3", "trace_count": "-1",
+            "log_frequency": "50", "trace_file": str(f), "trace_mode": "triton"}
+    for tool in (pa, perf):
+        for proto, u in (("http", srv.url), ("grpc", srv.grpc_url)):
+            post(srv.port, "/v2/trace/setting", b'{"trace_level":["OFF"],"trace_rate":null,'
+                 b'"log_frequency":null}')
+            p = subprocess.run([str(tool), "-m", "simple", "-u", u, "-i", proto, "-p", "200", "-s", "1000",
+                                "--trace-level=TIMESTAMPS", "--trace-rate=3",
+                                "--log-frequency=50"], capture_output=True, text=True,
+                               timeout=180)
+            assert p.returncode == 0, (tool, proto, p.stdout[-800:], p.stderr[-800:])
+            got = get(srv.port, "/v2/trace/setting").json()
+            assert got == want, (tool, proto, got)
+    assert Path(f"{f}.0").exists()  # 50 traces were written while the tools ran
+    p = subprocess.run([str(perf), "-m", "simple", "-u", srv.url, "--trace-rate=often"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "Unable to parse 'trace_rate', got: often" in p.stderr, p.stderr

@@ -93,6 +93,11 @@ typedef struct {
     size_t n_shapes;
     perf_header_t *headers;
     size_t n_headers;
+    /* --trace-level (repeatable), --trace-rate, --trace-count, --log-frequency: the server's
+     * global trace settings, changed before the run as perf_analyzer does (NULL: not given) */
+    const char **trace_levels;
+    size_t n_trace_levels;
+    const char *trace_rate, *trace_count, *log_frequency;
 } perf_opts_t;
 
 /* ---- perf_http.c ---- */
@@ -192,6 +197,8 @@ NR_MUST_CHECK nr_status_t *perf_model_load(perf_conn_t *c, const perf_opts_t *o,
 /* POST /v2/systemsharedmemory/region/<name>/register {"key":"/<name>","offset":0,
  * "byte_size":bytes}; name NULL: POST /v2/systemsharedmemory/unregister (every region). */
 NR_MUST_CHECK nr_status_t *perf_http_shm(perf_conn_t *c, const char *name, size_t bytes);
+/* POST /v2/trace/setting with the --trace-* flags given. */
+NR_MUST_CHECK nr_status_t *perf_http_trace(perf_conn_t *c, const perf_opts_t *o);
 
 /* ---- perf_model.c: the model whatever the protocol ---- */
 
@@ -350,6 +357,8 @@ NR_MUST_CHECK nr_status_t *perf_grpc_server_stats(perf_grpc_t *g, const perf_opt
 /* SystemSharedMemoryRegister (key "/<name>", offset 0); name NULL: SystemSharedMemoryUnregister
  * of every region. */
 NR_MUST_CHECK nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes);
+/* TraceSetting (the global settings) with the --trace-* flags given. */
+NR_MUST_CHECK nr_status_t *perf_grpc_trace(perf_grpc_t *g, const perf_opts_t *o);
 /* Many ModelInfer calls in flight from one thread: slot i has its own channel (its own
  * connection, as every HTTP worker has) and at most one call at a time; every completion comes
  * through one completion queue. The concurrency mode's gRPC load (perf_load.c): one thread

@@ -827,6 +827,35 @@ nr_status_t *perf_grpc_shm(perf_grpc_t *g, const char *name, size_t bytes)
     return st;
 }
 
+nr_status_t *perf_grpc_trace(perf_grpc_t *g, const perf_opts_t *o)
+{
+    const char *keys[4] = {"trace_level", "trace_rate", "trace_count", "log_frequency"};
+    const char *one[3] = {o->trace_rate, o->trace_count, o->log_frequency};
+    Inference__TraceSettingRequest__SettingValue v[4];
+    Inference__TraceSettingRequest__SettingsEntry e[4], *ep[4];
+    size_t n = 0;
+    for (size_t k = 0; k < 4; k++) {
+        if (k == 0 ? o->n_trace_levels == 0 : one[k - 1] == NULL)
+            continue;
+        inference__trace_setting_request__setting_value__init(&v[n]);
+        v[n].n_value = k == 0 ? o->n_trace_levels : 1;
+        v[n].value = k == 0 ? (char **)o->trace_levels : (char **)&one[k - 1];
+        inference__trace_setting_request__settings_entry__init(&e[n]);
+        e[n].key = (char *)keys[k];
+        e[n].value = &v[n];
+        ep[n] = &e[n];
+        n++;
+    }
+    Inference__TraceSettingRequest req = INFERENCE__TRACE_SETTING_REQUEST__INIT;
+    req.n_settings = n;
+    req.settings = ep;
+    nr_buf_t resp;
+    nr_buf_init(&resp);
+    nr_status_t *st = call_msg(g, METHOD("TraceSetting"), &req.base, &resp);
+    nr_buf_free(&resp);
+    return st;
+}
+
 void perf_grpc_outputs(const nr_buf_t *resp, nr_buf_t *out)
 {
     Inference__ModelInferResponse *r = inference__model_infer_response__unpack(

@@ -491,6 +491,45 @@ nr_status_t *perf_http_shm(perf_conn_t *c, const char *name, size_t bytes)
     return st;
 }
 
+static void trace_member(nr_buf_t *b, const char *key, const char *value)
+{
+    if (value == NULL)
+        return;
+    nr_buf_putc(b, b->len > 1 ? ',' : ' ' /* (replaced below) */);
+    nr_buf_json_str(b, key, strlen(key));
+    nr_buf_putc(b, ':');
+    nr_buf_json_str(b, value, strlen(value));
+}
+
+nr_status_t *perf_http_trace(perf_conn_t *c, const perf_opts_t *o)
+{
+    nr_buf_t body;
+    nr_buf_init(&body);
+    nr_buf_putc(&body, '{');
+    if (o->n_trace_levels > 0) {
+        nr_buf_puts(&body, "\"trace_level\":[");
+        for (size_t i = 0; i < o->n_trace_levels; i++) {
+            if (i)
+                nr_buf_putc(&body, ',');
+            nr_buf_json_str(&body, o->trace_levels[i], strlen(o->trace_levels[i]));
+        }
+        nr_buf_putc(&body, ']');
+    }
+    trace_member(&body, "trace_rate", o->trace_rate);
+    trace_member(&body, "trace_count", o->trace_count);
+    trace_member(&body, "log_frequency", o->log_frequency);
+    if (body.len > 1 && body.data[1] == ' ') /* no level: the first member's separator */
+        memmove(body.data + 1, body.data + 2, --body.len - 1);
+    nr_buf_putc(&body, '}');
+    perf_resp_t r;
+    nr_status_t *st = perf_exchange(c, "POST", "/v2/trace/setting", NULL, body.data, body.len,
+                                    &r);
+    if (st == NULL && r.status != 200)
+        st = server_error(&r);
+    nr_buf_free(&body);
+    return st;
+}
+
 void perf_http_outputs(const perf_resp_t *r, nr_buf_t *out)
 {
     nr_json_doc_t *doc = NULL;

@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  [--profile-export-file <file.json>]\n"
     "  [--metrics-url <url>]\n"
     "  [--metrics-interval <ms>] [-v] [--version]\n"
+    "  [--trace-level OFF|TIMESTAMPS|TENSORS] [--trace-rate <n>] [--trace-count <n>]\n"
+    "  [--log-frequency <n>] (the server's trace settings, changed before the run)\n"
     "\n"
     "  [--request-rate-range <start:end:step>] [--request-distribution constant|poisson]\n"
     "  [--request-intervals <file of microseconds, one per line>] [--binary-search]\n"
@@ -110,7 +112,8 @@ enum {
     OPT_WARMUP, OPT_COLLECT, OPT_METRICS_URL, OPT_METRICS_INTERVAL, OPT_VERSION, OPT_SHM,
     OPT_OUT_SHM, OPT_RATE, OPT_DIST, OPT_INTERVALS, OPT_STREAMING, OPT_EXPORT, OPT_BINARY,
     OPT_SERVICE, OPT_REQUEST_COUNT, OPT_IN_FORMAT, OPT_OUT_FORMAT, OPT_JSON, OPT_PLOT,
-    OPT_REPORT_UNSTABLE, OPT_TRIALS,
+    OPT_REPORT_UNSTABLE, OPT_TRIALS, OPT_TRACE_LEVEL, OPT_TRACE_RATE, OPT_TRACE_COUNT,
+    OPT_LOG_FREQUENCY,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +153,10 @@ static const struct option long_opts[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"report-unstable", no_argument, NULL, OPT_REPORT_UNSTABLE},
     {"interleaved-trials", required_argument, NULL, OPT_TRIALS},
+    {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},
+    {"trace-rate", required_argument, NULL, OPT_TRACE_RATE},
+    {"trace-count", required_argument, NULL, OPT_TRACE_COUNT},
+    {"log-frequency", required_argument, NULL, OPT_LOG_FREQUENCY},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"model-name", required_argument, NULL, 'm'},
     {"model-version", required_argument, NULL, 'x'},
@@ -315,6 +322,14 @@ static void parse_args(int argc, char **argv, perf_opts_t *o)
         }
         case OPT_WARMUP: o->warmup = parse_u64("warmup-request-count", optarg); break;
         case OPT_REQUEST_COUNT: o->request_total = parse_u64("request-count", optarg); break;
+        case OPT_TRACE_LEVEL:
+            o->trace_levels = nr_realloc(o->trace_levels,
+                                         (o->n_trace_levels + 1) * sizeof(char *));
+            o->trace_levels[o->n_trace_levels++] = optarg;
+            break;
+        case OPT_TRACE_RATE: o->trace_rate = optarg; break;
+        case OPT_TRACE_COUNT: o->trace_count = optarg; break;
+        case OPT_LOG_FREQUENCY: o->log_frequency = optarg; break;
         case OPT_COLLECT: o->collect_metrics = true; break;
         case OPT_METRICS_URL: o->metrics_url = optarg; break;
         case OPT_METRICS_INTERVAL:
@@ -447,6 +462,7 @@ static void opts_free(perf_opts_t *o)
     }
     free(o->headers);
     free(o->intervals_ns);
+    free(o->trace_levels);
 }
 
 typedef enum { LEVEL_OK, LEVEL_OVER, LEVEL_STOP } level_t;
@@ -686,6 +702,13 @@ int main(int argc, char **argv)
     if (st) {
         rc = fail(NULL, st);
         goto out_model;
+    }
+    if (o.n_trace_levels > 0 || o.trace_rate || o.trace_count || o.log_frequency) {
+        st = o.grpc ? perf_grpc_trace(&c.g, &o) : perf_http_trace(&c.http, &o);
+        if (st) {
+            rc = fail("failed to update the trace settings", st);
+            goto out_model;
+        }
     }
     o.decoupled = c.g.decoupled = m.decoupled;
     if (m.decoupled && !(o.async && o.streaming && o.grpc)) { /* perf_analyzer's words */
