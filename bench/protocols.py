@@ -12,9 +12,10 @@ baseline from the same run, interleaved rounds, medians of the per-round figures
   (the default, scraped every second during the run as Prometheus would) and one started with
   --allow-metrics=false, which goes first alternating between rounds. Goal: within 2%.
 - The cost of tracing (issue #39): the same loads at c=16 against a server tracing at Triton's
-  default rate (--trace-config level=TIMESTAMPS, rate=1000, a file) and one without tracing,
-  alternating which goes first; the figure is the server's own CPU per request (/proc). Goal:
-  within 3%. A server tracing every request (rate=1) is reported beside them.
+  default rate (--trace-config level=TIMESTAMPS, rate=1000, a file), one exporting its spans at
+  that rate to an OTLP collector in this process (mode opentelemetry) and one without tracing,
+  alternating the order; the figure is the server's own CPU per request (/proc). Goal: within
+  3%. A server tracing every request (rate=1) is reported beside them.
 - For scale (environment.md): Triton 2.51 over gRPC on this machine class, perf_analyzer as the
   client, 4.7k infer/s at c=1 and 14.5k at c=16.
 
@@ -175,8 +176,32 @@ def metrics_rows(lua, req):
         stop_server(off)
 
 
+def collector():
+    """An OTLP/HTTP collector that takes every export (200, body ignored): (server, url)."""
+    import http.server
+    import socketserver
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/v1/traces"
+
+
 def trace_rows(lua, req, tmp):
-    """Server CPU per request with tracing at rate 1000 (and 1) against tracing off."""
+    """Server CPU per request with tracing at rate 1000 (triton mode; opentelemetry mode
+    exporting to a collector in this process) and at rate 1, against tracing off."""
     print(f"\ntracing (level TIMESTAMPS, a file) vs off, c=16, {ROUNDS} rounds, server CPU per "
           f"request")
     on = lambda rate: ("--trace-config=level=TIMESTAMPS", f"--trace-config=rate={rate}",  # noqa
@@ -188,7 +213,12 @@ def trace_rows(lua, req, tmp):
                                  "--allow-metrics=false", *on(1000)),
             "1": start_server(REPO, 18650, "--grpc-port=18651", "--grpc-address=127.0.0.1",
                               "--allow-metrics=false", *on(1))}
-    ports = {"off": 18630, "1000": 18640, "1": 18650}
+    httpd, url = collector()
+    srvs["otel 1000"] = start_server(
+        REPO, 18660, "--grpc-port=18661", "--grpc-address=127.0.0.1", "--allow-metrics=false",
+        "--trace-config=mode=opentelemetry", f"--trace-config=opentelemetry,url={url}",
+        "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1000")
+    ports = {"off": 18630, "1000": 18640, "1": 18650, "otel 1000": 18660}
     try:
         for proto in ("HTTP", "gRPC unary"):
             res = {k: [] for k in srvs}
@@ -203,18 +233,21 @@ def trace_rows(lua, req, tmp):
                         r = grpc_load(ports[k] + 1, req, "unary", 16, SECS)
                     us = (cpu_seconds(pid) - c0) / (r[0] * SECS) * 1e6
                     res[k].append((r[0], us))
-            for k, goal in (("1000", "<= 1.03"), ("1", "report")):
+            for k, goal in (("1000", "<= 1.03"), ("otel 1000", "<= 1.03"), ("1", "report")):
                 ratios = [a[1] / b[1] for a, b in zip(res[k], res["off"])]
                 v = med(x[1] for x in res[k])
                 base = med(x[1] for x in res["off"])
-                row(f"{proto} c=16 server CPU/request, tracing rate={k} (rounds "
+                what = {"1000": "tracing rate=1000", "1": "tracing rate=1",
+                        "otel 1000": "opentelemetry export, rate=1000"}[k]
+                row(f"{proto} c=16 server CPU/request, {what} (rounds "
                     f"{', '.join(f'{x:.3f}' for x in ratios)})",
                     f"{v:.1f} us ({med(x[0] for x in res[k]):.0f} req/s)",
                     f"off {base:.1f} us ({med(x[0] for x in res['off']):.0f} req/s)",
-                    med(ratios), goal, med(ratios) <= 1.03 if k == "1000" else None)
+                    med(ratios), goal, med(ratios) <= 1.03 if goal != "report" else None)
     finally:
         for p in srvs.values():
             stop_server(p)
+        httpd.shutdown()
 
 
 def main():
