@@ -326,13 +326,7 @@ static setting_t *derive(const setting_t *cur, const setting_t *fb, const nr_tra
     PICK(level, SPEC_LEVEL, has_level, clear_level, u->level);
     PICK(rate, SPEC_RATE, has_rate, clear_rate, u->rate);
     PICK(log_frequency, SPEC_LOGFREQ, has_log_frequency, clear_log_frequency, u->log_frequency);
-    /* the count a setting has left is its own (it counts down) */
-    bool spec = !u->clear_count && ((cur != NULL && (cur->specified & SPEC_COUNT)) || u->has_count);
-    count = fb->count;
-    if (spec) {
-        count = u->has_count ? u->count : cur->count;
-        specified |= SPEC_COUNT;
-    }
+    PICK(count, SPEC_COUNT, has_count, clear_count, u->count); /* (cur's: what it has left) */
     return setting_new(level, rate, count, log_frequency, fb->mode, fb->file, specified);
 }
 

@@ -573,6 +573,12 @@ static void trace_item(const nr_jv_member_t *m, nr_kserve_trace_item_t *it, nr_v
     }
 }
 
+/* The values a member can give trace_item: an array's elements, else one. */
+static size_t value_slots(const nr_jv_member_t *m)
+{
+    return m->val.type == NR_JV_ARRAY ? m->val.n : 1;
+}
+
 static void put_trace_setting(void *arg, const char *key, const char *const *values, size_t n)
 {
     nr_buf_t *b = arg;
@@ -609,14 +615,12 @@ void nr_http_trace(nr_http_server_t *s, nr_http_req_t *q, nr_http_resp_t *r)
             } else {
                 size_t n = root->n, nv = 0;
                 for (size_t i = 0; i < n; i++)
-                    nv += root->u.members[i].val.type == NR_JV_ARRAY ? root->u.members[i].val.n
-                                                                     : 1;
+                    nv += value_slots(&root->u.members[i]);
                 nr_kserve_trace_item_t *items = nr_calloc(n ? n : 1, sizeof(*items));
                 nr_view_t *vals = nr_calloc(nv ? nv : 1, sizeof(*vals));
                 for (size_t i = 0, at = 0; i < n; i++) {
                     trace_item(&root->u.members[i], &items[i], vals + at);
-                    at += root->u.members[i].val.type == NR_JV_ARRAY
-                              ? root->u.members[i].val.n : 1;
+                    at += value_slots(&root->u.members[i]);
                 }
                 st = nr_kserve_trace_change(model, items, n, false);
                 free(items);
