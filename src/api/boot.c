@@ -204,6 +204,7 @@ nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out)
         .n_startup_models = o->n_load_models,
         .poll_secs = mode == NR_CONTROL_POLL ? o->poll_secs : 0, /* as Triton: 0 unless polling */
         .load_retries = o->model_load_retries,
+        .namespacing = o->model_namespacing,
         .load_threads = o->model_load_threads,
     };
     nr_repo_t *repo;

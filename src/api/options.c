@@ -124,9 +124,6 @@ static const struct {
     {"repoagent-directory",
      "nereid loads no repository agents (a model naming one in model_repository_agents "
      "loads without it)"},
-    {"model-namespacing",
-     "model namespacing is not implemented yet: a model name found in two repositories is "
-     "unavailable, as without the flag"},
     {"cache-directory",
      "nereid's response cache (--cache-config=local,size=<bytes>) is built in: no cache "
      "library is loaded"},
@@ -806,8 +803,10 @@ static const nr_cli_opt_t flag_table[] = {
     INT("model-load-thread-count", model_load_threads, 1, 1024, "=<int>",
         "Models whose sessions and instances are made at once at\n"
         "startup (default 4)"),
-    FN("model-namespacing", no_effect_if_true, "=<bool>",
-       "false (default); true is accepted with a warning"),
+    BOOL("model-namespacing", model_namespacing, "=<bool>",
+         "Each repository path its own namespace: a model name\n"
+         "may be in several; an ensemble uses the models of its own\n"
+         "(default false)"),
     FN("buffer-manager-thread-count", no_effect_if_positive, "=<int>", ""),
     FN("pinned-memory-pool-byte-size", no_effect_any, "=<int>",
        "GPU memory flags: accepted with a warning (nereid keeps\n"

@@ -38,7 +38,7 @@ typedef struct {
     int http_max_conns;        /* -1: as many as the fd limit allows */
     int http_idle_timeout, http_request_timeout;
     uint64_t http_body_memory; /* 0: a quarter of the machine's memory */
-    bool autocomplete, exit_on_error, strict_readiness, allow_http, allow_grpc, inline_execution;
+    bool autocomplete, exit_on_error, strict_readiness, model_namespacing, allow_http, allow_grpc, inline_execution;
     nr_grpc_options_t grpc;
     bool allow_metrics, allow_gpu_metrics;
     nr_metrics_options_t metrics;

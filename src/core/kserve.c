@@ -151,6 +151,9 @@ nr_status_t *nr_kserve_stats(nr_server_t *s, const char *name, size_t len, int64
                              nr_kserve_stats_fn fn, void *arg)
 {
     stats_walk_t w = {version, fn, arg, 0};
+    nr_status_t *st = name != NULL ? nr_repo_ambiguity(nr_server_repo(s), name, len) : NULL;
+    if (st != NULL)
+        return st;
     size_t found = nr_repo_visit(nr_server_repo(s), name, len, stats_version, &w);
     if (name == NULL || w.n > 0)
         return NULL;

@@ -63,6 +63,7 @@ struct nr_model_s {
     void *lookup_arg;
     struct nr_repo_s *repo;    /* the repository that loads it (its backend's model control,
                                   host.c); NULL outside one */
+    const char *ns;            /* its namespace in the repository ("" without namespacing) */
     nr_host_t host; /* what its backend's instances may ask of the server (host.c) */
     nr_stats_t stats;
     /* precomputed at load (nr_model_index): the config outputs' indices in

@@ -1,7 +1,7 @@
 /* repository.c - the model repositories and the life cycle of their models
  * (repository.h).
  *
- * Each model directory is an entry (sorted by name, never removed before
+ * Each model is an entry (sorted by name, then namespace; never removed before
  * destroy) holding one record per version: its state, reason and, while it
  * serves, the model (the repository's reference). A load builds a new
  * generation (one parsed config shared by the versions loaded with it),
@@ -11,6 +11,13 @@
  * thread, which unloads it (joining its instance threads) and marks its
  * record UNAVAILABLE "unloaded" if nothing replaced it. Loads, unloads and
  * polls run one at a time (control_mu).
+ *
+ * A model is known by its namespace and its name (Triton's ModelIdentifier):
+ * with --model-namespacing the namespace is its repository path, so one name
+ * may be in several repositories; without it every namespace is "". A request
+ * naming a model alone resolves to the one entry of that name still known
+ * (resolve); an ensemble's step to the model of its own namespace first, else
+ * to the one model of that name (step_ns, step_target).
  */
 #include "repository.h"
 
@@ -60,6 +67,8 @@ typedef struct {
 
 typedef struct {
     char *name;
+    const char *ns; /* its namespace: a repository path (repo->paths) or NO_NS */
+    char *id;     /* how Triton shows it: "<ns>::<name>", or the name when ns is "" */
     char *dir;    /* where it was loaded from (a temporary one for sent files) */
     char *tmpdir; /* a directory of sent files to remove, or NULL */
     char *reason; /* the model failed before any version existed */
@@ -90,12 +99,19 @@ struct nr_repo_s {
     bool polling;
     pthread_mutex_t poll_mu;
     pthread_cond_t poll_cv;
-    /* the models being loaded, outermost first: an ensemble loads its composing models
-     * first (load_dependencies), and a name met again is a cycle (control_mu) */
+    /* the models being loaded (their ids), outermost first: an ensemble loads its composing
+     * models first (load_dependencies), and a model met again is a cycle (control_mu) */
     const char **chain; size_t n_chain;
 };
 
 /* ---- files ----------------------------------------------------------------- */
+
+static const char NO_NS[] = "";
+
+static char *id_of(const char *ns, const char *name)
+{
+    return ns[0] ? nr_asprintf("%s::%s", ns, name) : nr_strdup(name);
+}
 
 static bool is_dir(const char *path)
 {
@@ -166,11 +182,6 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Version directories: "0" or [1-9][0-9]*; others are ignored with a warning. */
 static size_t list_versions(const char *dir, int64_t **out)
 {
@@ -205,11 +216,25 @@ static size_t list_versions(const char *dir, int64_t **out)
     return n;
 }
 
-/* The model directory names under every repository path, sorted (a name in
- * two paths is listed twice). */
-static size_t list_models(const nr_repo_t *repo, char ***out)
+/* A model directory found in the repositories: its namespace (the repository
+ * path with namespacing, else NO_NS) and its name. */
+typedef struct {
+    const char *ns;
+    char *name;
+} mid_t;
+
+static int cmp_mid(const void *a, const void *b)
 {
-    char **names = NULL;
+    const mid_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->ns, y->ns);
+}
+
+/* The model directories under every repository path, sorted by name, then namespace
+ * (without namespacing a name in two paths is listed twice, alike). */
+static size_t list_models(const nr_repo_t *repo, mid_t **out)
+{
+    mid_t *ids = NULL;
     size_t n = 0;
     for (size_t p = 0; p < repo->opts.n_paths; p++) {
         DIR *d = opendir(repo->paths[p]);
@@ -219,8 +244,9 @@ static size_t list_models(const nr_repo_t *repo, char ***out)
                 continue;
             char *dir = nr_asprintf("%s/%s", repo->paths[p], de->d_name);
             if (is_dir(dir)) {
-                names = nr_grow(names, n, sizeof(char *));
-                names[n++] = nr_strdup(de->d_name);
+                ids = nr_grow(ids, n, sizeof(mid_t));
+                ids[n++] = (mid_t){repo->opts.namespacing ? repo->paths[p] : NO_NS,
+                                   nr_strdup(de->d_name)};
             }
             free(dir);
         }
@@ -228,17 +254,18 @@ static size_t list_models(const nr_repo_t *repo, char ***out)
             closedir(d);
     }
     if (n)
-        qsort(names, n, sizeof(char *), cmp_str);
-    *out = names;
+        qsort(ids, n, sizeof(mid_t), cmp_mid);
+    *out = ids;
     return n;
 }
 
-static void free_names(char **names, size_t n)
+static void free_mids(mid_t *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+        free(ids[i].name);
+    free(ids);
 }
+
 
 /* The directory of model `name`: NULL with *dup set when two repositories
  * hold it, NULL when none does. */
@@ -266,6 +293,21 @@ static char *find_dir(const nr_repo_t *repo, const char *name, char **dup)
         return NULL;
     }
     return found;
+}
+
+/* The directory of model (ns, name): with namespacing the one in repository ns (none for
+ * NO_NS: a model of sent files), else find_dir's. */
+static char *model_dir(const nr_repo_t *repo, const char *ns, const char *name, char **dup)
+{
+    if (!repo->opts.namespacing)
+        return find_dir(repo, name, dup);
+    *dup = NULL;
+    char *dir = ns[0] ? nr_asprintf("%s/%s", ns, name) : NULL;
+    if (dir != NULL && !is_dir(dir)) {
+        free(dir);
+        dir = NULL;
+    }
+    return dir;
 }
 
 /* ---- configs --------------------------------------------------------------- */
@@ -498,10 +540,12 @@ static void gen_release(gen_t *g)
 
 /* ---- entries and records ----------------------------------------------------------- */
 
-static entry_t *find_entry(const nr_repo_t *repo, const char *name, size_t len, size_t *pos)
+/* The entry of model (ns, name), or NULL; *pos: its index, or where it would go. */
+static entry_t *find_entry(const nr_repo_t *repo, const char *ns, const char *name, size_t len,
+                           size_t *pos)
 {
     size_t lo = 0, hi = repo->n;
-    while (lo < hi) { /* entries are sorted by name */
+    while (lo < hi) { /* entries are sorted by name, then namespace */
         size_t mid = (lo + hi) / 2;
         const char *s = repo->e[mid]->name;
         size_t sl = strlen(s);
@@ -509,7 +553,12 @@ static entry_t *find_entry(const nr_repo_t *repo, const char *name, size_t len, 
         if (c == 0)
             c = sl < len ? -1 : sl > len;
         if (c == 0)
+            c = strcmp(repo->e[mid]->ns, ns);
+        if (c == 0) {
+            if (pos)
+                *pos = mid;
             return repo->e[mid];
+        }
         if (c < 0)
             lo = mid + 1;
         else
@@ -520,15 +569,17 @@ static entry_t *find_entry(const nr_repo_t *repo, const char *name, size_t len, 
     return NULL;
 }
 
-/* The entry of `name`, added if new. Write lock held. */
-static entry_t *entry_for(nr_repo_t *repo, const char *name)
+/* The entry of model (ns, name), added if new. Write lock held. */
+static entry_t *entry_for(nr_repo_t *repo, const char *ns, const char *name)
 {
     size_t pos = 0;
-    entry_t *e = find_entry(repo, name, strlen(name), &pos);
+    entry_t *e = find_entry(repo, ns, name, strlen(name), &pos);
     if (e != NULL)
         return e;
     e = nr_calloc(1, sizeof(*e));
     e->name = nr_strdup(name);
+    e->ns = ns;
+    e->id = id_of(ns, name);
     e->failed_stamp = INT64_MIN;
     repo->e = nr_grow(repo->e, repo->n, sizeof(entry_t *));
     memmove(&repo->e[pos + 1], &repo->e[pos], (repo->n - pos) * sizeof(entry_t *));
@@ -550,6 +601,104 @@ static const nr_model_t *serving_model(const entry_t *e)
 static bool serving(const entry_t *e)
 {
     return serving_model(e) != NULL;
+}
+
+/* Whether e is still known (in Triton's global map): it failed, or has a version not
+ * unloaded on purpose. */
+static bool known(const entry_t *e)
+{
+    if (e->reason != NULL)
+        return true;
+    for (size_t k = 0; k < e->n; k++)
+        if (!nr_repo_unloaded(e->v[k].state, e->v[k].reason))
+            return true;
+    return false;
+}
+
+/* How many entries are named `name`; the index of the first in *first. Lock held. */
+static size_t entries_named(const nr_repo_t *repo, const char *name, size_t len, size_t *first)
+{
+    size_t pos = 0, n = 0;
+    find_entry(repo, NO_NS, name, len, &pos); /* NO_NS sorts first */
+    while (pos + n < repo->n && strlen(repo->e[pos + n]->name) == len &&
+           memcmp(repo->e[pos + n]->name, name, len) == 0)
+        n++;
+    *first = pos;
+    return n;
+}
+
+/* The entry a request naming `name` alone means (Triton's FindModelIdentifier): without
+ * namespacing the one of that name; with it the one of that name still known, NULL when
+ * none or several are (*n_known: how many). Lock held. */
+static entry_t *resolve(const nr_repo_t *repo, const char *name, size_t len, size_t *n_known)
+{
+    if (!repo->opts.namespacing) {
+        entry_t *e = find_entry(repo, NO_NS, name, len, NULL);
+        *n_known = e != NULL;
+        return e;
+    }
+    size_t first, n = entries_named(repo, name, len, &first);
+    entry_t *only = NULL;
+    *n_known = 0;
+    for (size_t i = first; i < first + n; i++)
+        if (known(repo->e[i])) {
+            only = repo->e[i];
+            (*n_known)++;
+        }
+    return *n_known == 1 ? only : NULL;
+}
+
+static nr_status_t *ambiguous(size_t n, const char *name, size_t len)
+{
+    return nr_status_new(NR_INVALID_ARG,
+                         "There are %zu identifiers of model '%.*s' in global map, model "
+                         "namespace must be provided to resolve ambiguity.",
+                         n, (int)len, name);
+}
+
+/* The entry an ensemble of namespace ns runs for its step `name`: the model of that name in
+ * ns, else the one known anywhere; NULL when none or several are (*n_known > 1). Lock held. */
+static entry_t *step_target(const nr_repo_t *repo, const char *ns, const char *name,
+                            size_t len, size_t *n_known)
+{
+    entry_t *e = find_entry(repo, ns, name, len, NULL);
+    *n_known = e != NULL;
+    if (e != NULL && (known(e) || !repo->opts.namespacing))
+        return e;
+    return resolve(repo, name, len, n_known);
+}
+
+/* The namespace an ensemble of namespace ns loads its step `name` from (Triton's FindNode
+ * with fuzzy matching, over what its polling chain finds): ns itself when the model is
+ * known there or in its repository, else the one namespace where it is; NULL when none or
+ * several are (*several). control_mu held. */
+static const char *step_ns(nr_repo_t *repo, const char *ns, const char *name, bool *several)
+{
+    *several = false;
+    if (!repo->opts.namespacing)
+        return NO_NS;
+    const char *pick = NULL;
+    size_t n = 0;
+    for (size_t p = 0; p <= repo->opts.n_paths; p++) {
+        const char *c = p == 0 ? NO_NS : repo->paths[p - 1];
+        pthread_rwlock_rdlock(&repo->lock);
+        entry_t *e = find_entry(repo, c, name, strlen(name), NULL);
+        bool has = e != NULL && known(e);
+        pthread_rwlock_unlock(&repo->lock);
+        if (!has && c[0]) {
+            char *d = nr_asprintf("%s/%s", c, name);
+            has = is_dir(d);
+            free(d);
+        }
+        if (has && !strcmp(c, ns))
+            return c;
+        if (has) {
+            pick = c;
+            n++;
+        }
+    }
+    *several = n > 1;
+    return n == 1 ? pick : NULL;
 }
 
 static ver_t *find_ver(entry_t *e, int64_t version)
@@ -643,13 +792,15 @@ static void *reaper_main(void *arg)
          * the process by then (nereid-analyzer measures the next load from there) */
         malloc_trim(0);
 #endif
-        NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
         pthread_rwlock_wrlock(&repo->lock);
-        entry_t *e = find_entry(repo, m->name, strlen(m->name), NULL);
+        entry_t *e = find_entry(repo, m->ns, m->name, strlen(m->name), NULL);
         ver_t *r = e ? find_ver(e, m->version) : NULL;
         if (r != NULL && r->retiring == m)
             set_state(r, NR_MODEL_UNAVAILABLE, NR_REASON_UNLOADED);
         pthread_rwlock_unlock(&repo->lock);
+        /* (an entry, and its id, stays until destroy) */
+        NR_LOG_INFO("successfully unloaded '%s' version %" PRId64, e ? e->id : m->name,
+                    m->version);
         free_model(m);
         pthread_mutex_lock(&repo->reap_mu);
         repo->outstanding--;
@@ -735,13 +886,13 @@ static void drop_tmpdir(char *dir)
 
 /* A model that failed before any version existed: record why (unless
  * versions serve) and build the caller's error. */
-static nr_status_t *config_failed(nr_repo_t *repo, const char *name, int64_t stamp,
-                                  nr_status_t *st)
+static nr_status_t *config_failed(nr_repo_t *repo, const char *ns, const char *name,
+                                  int64_t stamp, nr_status_t *st)
 {
     char *reason = status_reason(st);
-    NR_LOG_ERROR("failed to load '%s': %s", name, reason);
     pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = entry_for(repo, name);
+    entry_t *e = entry_for(repo, ns, name);
+    NR_LOG_ERROR("failed to load '%s': %s", e->id, reason);
     e->failed_stamp = stamp;
     if (!serving(e)) {
         free(e->reason);
@@ -786,13 +937,19 @@ bool nr_repo_controlling(void)
     return t_controlling;
 }
 
+static nr_status_t *get_from(nr_repo_t *repo, const char *ns, const char *name, size_t len,
+                             int64_t version, nr_model_t **out);
+
+/* How a model finds another (model.h): an ensemble's step, a BLS request; arg is the model,
+ * whose namespace is looked in first. */
 static nr_status_t *repo_lookup(void *arg, const char *name, int64_t version, nr_model_t **out)
 {
-    return nr_repo_get(arg, name, strlen(name), version, out);
+    const nr_model_t *self = arg;
+    return get_from(self->repo, self->ns, name, strlen(name), version, out);
 }
 
-static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *backend,
-                             int64_t version)
+static nr_model_t *new_model(nr_repo_t *repo, const char *ns, gen_t *g,
+                             const nr_backend_t *backend, int64_t version)
 {
     nr_model_t *m = nr_calloc(1, sizeof(*m));
     atomic_fetch_add(&g->refs, 1);
@@ -805,15 +962,18 @@ static nr_model_t *new_model(nr_repo_t *repo, gen_t *g, const nr_backend_t *back
     m->state = NR_MODEL_LOADING;
     m->on_last_release = to_reaper;
     m->lookup = repo_lookup;
-    m->lookup_arg = repo;
+    m->lookup_arg = m;
     m->repo = repo;
+    m->ns = ns;
     atomic_init(&m->refs, 1);
     return m;
 }
 
 /* One load of one model, carried through its phases (load_model). */
 typedef struct {
+    const char *ns;     /* the model's namespace (entry_t) */
     const char *name;
+    char *id;           /* as Triton shows it in its messages (entry_t) */
     const nr_repo_load_params_t *p;
     bool polling;       /* a poll: skip a model that failed and has not changed since */
     bool override;      /* a config or files sent with the request */
@@ -828,6 +988,7 @@ typedef struct {
     bool failed;        /* a version failed to load: nothing is published */
     char *error;        /* the failed versions' reasons, in Triton's text */
     nr_model_t **retired; size_t n_retired; /* what publishing took out of service */
+    const char **step_ns; /* an ensemble's: the namespace of each step's model */
 } load_t;
 
 /* Phase 1, resolve: the directory to load from: the files sent with the request, written to
@@ -847,7 +1008,7 @@ static nr_status_t *load_resolve(nr_repo_t *repo, load_t *L)
         L->dir = nr_strdup(L->tmpdir);
     } else {
         char *dup = NULL;
-        L->dir = find_dir(repo, L->name, &dup);
+        L->dir = model_dir(repo, L->ns, L->name, &dup);
         if (L->dir == NULL) {
             NR_LOG_ERROR("failed to poll model '%s': %s", L->name,
                          dup ? "not unique across all model repositories"
@@ -867,7 +1028,7 @@ static nr_status_t *load_resolve(nr_repo_t *repo, load_t *L)
 static bool load_unchanged(nr_repo_t *repo, const load_t *L)
 {
     pthread_rwlock_rdlock(&repo->lock);
-    entry_t *e = find_entry(repo, L->name, strlen(L->name), NULL);
+    entry_t *e = find_entry(repo, L->ns, L->name, strlen(L->name), NULL);
     bool unchanged = serving(e) && !L->override && e->stamp == L->stamp &&
                      e->tmpdir == NULL && !strcmp(e->dir, L->dir);
     if (L->polling && e != NULL && e->failed_stamp == L->stamp)
@@ -888,30 +1049,30 @@ static nr_status_t *load_prepare(nr_repo_t *repo, load_t *L)
     nr_status_t *st =
         prepare_config(repo, L->name, L->dir, L->p, L->v, L->nv, &L->g->cfg, &L->backend);
     if (st != NULL)
-        return config_failed(repo, L->name, L->stamp, st);
+        return config_failed(repo, L->ns, L->name, L->stamp, st);
     L->g->json = nr_cfg_to_json(L->g->cfg, NULL);
     L->nv = apply_policy(L->g->cfg, L->v, L->nv);
     if (L->nv > 0)
         return NULL;
-    nr_status_free(config_failed(repo, L->name, L->stamp,
+    nr_status_free(config_failed(repo, L->ns, L->name, L->stamp,
                                  nr_status_new(NR_INVALID_ARG, NO_VERSION_TEXT, L->name)));
     return nr_status_new(NR_INVALID_ARG, "load failed for model '%s': " NO_VERSION_TEXT "\n",
-                         L->name, L->name);
+                         L->id, L->name);
 }
 
-static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
-                               bool polling);
+static nr_status_t *load_model(nr_repo_t *repo, const char *ns, const char *name,
+                               const nr_repo_load_params_t *p, bool polling);
 
 static bool is_ensemble(const nr_model_config_t *cfg)
 {
     return cfg->scheduling_choice == NR_SCHED_ENSEMBLE;
 }
 
-/* Whether a version of `name` serves: `version` < 0 any. Context: control_mu held. */
-static bool serves(nr_repo_t *repo, const char *name, int64_t version)
+/* Whether a version of model (ns, name) serves: `version` < 0 any. Context: control_mu held. */
+static bool serves(nr_repo_t *repo, const char *ns, const char *name, int64_t version)
 {
     pthread_rwlock_rdlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, strlen(name), NULL);
+    entry_t *e = find_entry(repo, ns, name, strlen(name), NULL);
     bool ok = false;
     for (size_t i = 0; e != NULL && i < e->n && !ok; i++)
         ok = e->v[i].model != NULL && (version < 0 || e->v[i].version == version);
@@ -921,10 +1082,12 @@ static bool serves(nr_repo_t *repo, const char *name, int64_t version)
 
 /* Why `name` does not serve, as Triton words the failure of a composing model: the reason a
  * load failed before any version existed (the config), else each failed version's. */
-static char *dependency_failure(nr_repo_t *repo, const char *ens, const char *name)
+static char *dependency_failure(nr_repo_t *repo, const char *ens, const char *ns,
+                                const char *dep)
 {
     pthread_rwlock_rdlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, strlen(name), NULL);
+    entry_t *e = find_entry(repo, ns, dep, strlen(dep), NULL);
+    char *name = id_of(ns, dep);
     char *why = NULL;
     if (e != NULL && e->reason != NULL) {
         why = nr_asprintf("ensemble '%s' depends on '%s' which is not valid. Model '%s' failed "
@@ -948,6 +1111,7 @@ static char *dependency_failure(nr_repo_t *repo, const char *ens, const char *na
         nr_buf_free(&b);
     }
     pthread_rwlock_unlock(&repo->lock);
+    free(name);
     return why;
 }
 
@@ -964,25 +1128,39 @@ static int cmp_cstr(const void *a, const void *b)
 static char *check_dependencies(nr_repo_t *repo, load_t *L, bool *poll_failed)
 {
     const nr_cfg_ensemble_t *es = &L->g->cfg->ensemble_scheduling;
-    for (size_t i = 0; i < repo->n_chain; i++)
-        for (size_t s = 0; s < es->n_step; s++)
-            if (strcmp(repo->chain[i], es->step[s].model_name) == 0)
-                return nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
-                                   repo->chain[i], L->name, repo->chain[i]);
+    bool *several = nr_calloc(es->n_step + 1, sizeof(bool));
+    L->step_ns = nr_calloc(es->n_step + 1, sizeof(char *));
+    char *why = NULL;
+    for (size_t s = 0; s < es->n_step; s++) { /* which model each step is */
+        const char *dep = es->step[s].model_name;
+        L->step_ns[s] = step_ns(repo, L->ns, dep, &several[s]);
+        char *did = L->step_ns[s] != NULL ? id_of(L->step_ns[s], dep) : NULL;
+        for (size_t i = 0; did != NULL && why == NULL && i < repo->n_chain; i++)
+            if (strcmp(repo->chain[i], did) == 0)
+                why = nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
+                                  repo->chain[i], L->id, repo->chain[i]);
+        free(did);
+    }
+    if (why != NULL) {
+        free(several);
+        return why;
+    }
     const char **missing = nr_calloc(es->n_step + 1, sizeof(char *));
     size_t n_missing = 0;
-    char *why = NULL;
     repo->chain = nr_grow(repo->chain, repo->n_chain, sizeof(char *));
-    repo->chain[repo->n_chain++] = L->name;
+    repo->chain[repo->n_chain++] = L->id;
     for (size_t s = 0; s < es->n_step && why == NULL; s++) {
         const char *dep = es->step[s].model_name;
-        if (serves(repo, dep, -1))
+        const char *dns = L->step_ns[s];
+        if (dns != NULL && serves(repo, dns, dep, -1))
             continue;
-        char *dup = NULL, *dir = find_dir(repo, dep, &dup);
+        char *dup = NULL, *dir = dns != NULL ? model_dir(repo, dns, dep, &dup) : NULL;
         free(dup);
         if (dir == NULL) {
-            NR_LOG_ERROR("failed to poll model '%s': model not found in any model repository.",
-                         dep);
+            if (!several[s])
+                NR_LOG_ERROR("failed to poll model '%s': model not found in any model "
+                             "repository.",
+                             dep);
             bool listed = false;
             for (size_t k = 0; k < n_missing && !listed; k++)
                 listed = strcmp(missing[k], dep) == 0;
@@ -991,18 +1169,22 @@ static char *check_dependencies(nr_repo_t *repo, load_t *L, bool *poll_failed)
             continue;
         }
         free(dir);
-        nr_status_t *st = load_model(repo, dep, NULL, L->polling);
+        nr_status_t *st = load_model(repo, dns, dep, NULL, L->polling);
         pthread_rwlock_wrlock(&repo->lock);
-        entry_t *de = find_entry(repo, dep, strlen(dep), NULL);
+        entry_t *de = find_entry(repo, dns, dep, strlen(dep), NULL);
         if (de != NULL)
             de->implicit = true; /* until a load names it */
         pthread_rwlock_unlock(&repo->lock);
-        if (st != NULL && strstr(st->msg, "circular dependency between ensembles") != NULL)
+        if (st != NULL && strstr(st->msg, "circular dependency between ensembles") != NULL) {
+            char *did = id_of(dns, dep);
             why = nr_asprintf("circular dependency between ensembles: %s -> ... -> %s -> %s",
-                              L->name, dep, L->name); /* the cycle, seen from here */
+                              L->id, did, L->id); /* the cycle, seen from here */
+            free(did);
+        }
         nr_status_free(st);
     }
     repo->n_chain--;
+    free(several);
     if (why == NULL && n_missing > 0) {
         qsort(missing, n_missing, sizeof(char *), cmp_cstr);
         nr_buf_t b;
@@ -1010,19 +1192,24 @@ static char *check_dependencies(nr_repo_t *repo, load_t *L, bool *poll_failed)
         for (size_t k = 0; k < n_missing; k++)
             nr_buf_printf(&b, "%s%s", k ? ", " : "", missing[k]);
         why = nr_asprintf("ensemble %s contains models that are not available or ambiguous: %s",
-                          L->name, b.data);
+                          L->id, b.data);
         nr_buf_free(&b);
         *poll_failed = true;
     }
     free(missing);
     for (size_t s = 0; s < es->n_step && why == NULL; s++) {
         const nr_cfg_ensemble_step_t *step = &es->step[s];
-        if (!serves(repo, step->model_name, -1))
-            why = dependency_failure(repo, L->name, step->model_name);
-        else if (step->model_version >= 0 && !serves(repo, step->model_name, step->model_version))
+        const char *dns = L->step_ns[s];
+        if (!serves(repo, dns, step->model_name, -1)) {
+            why = dependency_failure(repo, L->id, dns, step->model_name);
+        } else if (step->model_version >= 0 &&
+                   !serves(repo, dns, step->model_name, step->model_version)) {
+            char *dep = id_of(dns, step->model_name);
             why = nr_asprintf("ensemble '%s' depends on '%s' whose required version %" PRId64
                               " is not loaded.",
-                              L->name, step->model_name, step->model_version);
+                              L->id, dep, step->model_version);
+            free(dep);
+        }
     }
     return why;
 }
@@ -1036,7 +1223,8 @@ static char *check_against_steps(nr_repo_t *repo, load_t *L)
     char *why = NULL;
     for (size_t s = 0; s < es->n_step && why == NULL; s++) {
         const char *dep = es->step[s].model_name;
-        nr_status_t *st = nr_repo_get(repo, dep, strlen(dep), es->step[s].model_version, &m[s]);
+        nr_status_t *st =
+            get_from(repo, L->step_ns[s], dep, strlen(dep), es->step[s].model_version, &m[s]);
         if (st != NULL)
             why = nr_asprintf("%s", st->msg);
         else
@@ -1079,7 +1267,7 @@ static nr_status_t *load_dependencies(nr_repo_t *repo, load_t *L)
         return NULL;
     NR_LOG_ERROR("Invalid argument: %s", why);
     pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = entry_for(repo, L->name);
+    entry_t *e = entry_for(repo, L->ns, L->name);
     e->failed_stamp = L->stamp;
     if (!serving(e)) {
         free(e->reason);
@@ -1090,7 +1278,7 @@ static nr_status_t *load_dependencies(nr_repo_t *repo, load_t *L)
         poll_failed ? nr_status_new(NR_INTERNAL,
                                     "failed to load '%s', failed to poll from model repository",
                                     L->name)
-                    : nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->name,
+                    : nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->id,
                                     why);
     free(why);
     return st;
@@ -1108,7 +1296,7 @@ static void load_stage(nr_repo_t *repo, load_t *L)
         free(vdir);
     }
     pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = entry_for(repo, L->name);
+    entry_t *e = entry_for(repo, L->ns, L->name);
     bool same_cfg = e->cfg_json != NULL && !strcmp(e->cfg_json, L->g->json) && !L->override &&
                     e->tmpdir == NULL && e->dir != NULL && !strcmp(e->dir, L->dir);
     for (size_t i = 0; i < L->nv; i++) {
@@ -1116,7 +1304,7 @@ static void load_stage(nr_repo_t *repo, load_t *L)
         L->pv[i].reused = same_cfg && r->model != NULL && r->stamp == L->pv[i].stamp;
         if (L->pv[i].reused)
             continue;
-        L->pv[i].m = new_model(repo, L->g, L->backend, L->v[i]);
+        L->pv[i].m = new_model(repo, L->ns, L->g, L->backend, L->v[i]);
         if (r->model == NULL)
             set_state(r, NR_MODEL_LOADING, NULL);
     }
@@ -1132,7 +1320,7 @@ static void load_unlocked(nr_repo_t *repo, load_t *L)
         if (L->pv[i].reused)
             continue;
         nr_model_t *m = L->pv[i].m;
-        NR_LOG_INFO("loading: %s:%" PRId64, L->name, L->v[i]);
+        NR_LOG_INFO("loading: %s:%" PRId64, L->id, L->v[i]);
         uint64_t t_load = nr_now_ns();
         char *mp = nr_asprintf("%s/%" PRId64 "/%s", L->dir, L->v[i],
                                L->g->cfg->default_model_filename);
@@ -1140,24 +1328,24 @@ static void load_unlocked(nr_repo_t *repo, load_t *L)
         /* --model-load-retry-count: a failed version is loaded afresh, as many times more */
         for (int k = 1; st != NULL && k <= repo->opts.load_retries; k++) {
             NR_LOG_INFO("failed to load '%s' version %" PRId64 ": %s; retrying (%d of %d)",
-                        L->name, L->v[i], st->msg, k, repo->opts.load_retries);
+                        L->id, L->v[i], st->msg, k, repo->opts.load_retries);
             nr_status_free(st);
             free_model(m);
-            m = L->pv[i].m = new_model(repo, L->g, L->backend, L->v[i]);
+            m = L->pv[i].m = new_model(repo, L->ns, L->g, L->backend, L->v[i]);
             st = nr_model_load(m, L->dir, mp, repo->opts.cpu_count);
         }
         free(mp);
         if (st) {
             m->reason = status_reason(st);
             m->state = NR_MODEL_UNAVAILABLE;
-            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", L->name, L->v[i],
+            NR_LOG_ERROR("failed to load '%s' version %" PRId64 ": %s", L->id, L->v[i],
                          m->reason);
             L->failed = true;
         } else {
             /* Triton logs no duration; the guide's slow start-ups (OpenVINO compiling,
              * TensorRT engines, warmup) are worth seeing at the default level */
             NR_LOG_INFO("'%s' version %" PRId64 " loaded in %.1f ms (session, instances and "
-                        "warmup)", L->name, L->v[i], (double)(nr_now_ns() - t_load) / 1e6);
+                        "warmup)", L->id, L->v[i], (double)(nr_now_ns() - t_load) / 1e6);
             m->state = NR_MODEL_READY;
             if (repo->obs_cap)
                 nr_stats_enable_obs(&m->stats, repo->obs_cap);
@@ -1225,7 +1413,7 @@ static void publish_success(entry_t *e, load_t *L)
 static void load_publish(nr_repo_t *repo, load_t *L)
 {
     pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = entry_for(repo, L->name);
+    entry_t *e = entry_for(repo, L->ns, L->name);
     e->failed_stamp = L->failed ? L->stamp : INT64_MIN;
     if (L->failed)
         publish_failure(e, L);
@@ -1259,13 +1447,15 @@ static nr_status_t *load_clean_up(load_t *L, nr_status_t *st)
     drop_tmpdir(L->tmpdir);
     gen_release(L->g);
     if (L->failed) {
-        NR_LOG_INFO("failed to load '%s'", L->name);
-        st = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->name,
+        NR_LOG_INFO("failed to load '%s'", L->id);
+        st = nr_status_new(NR_INVALID_ARG, "load failed for model '%s': %s\n", L->id,
                            L->error ? L->error : "");
     } else if (L->pv != NULL) {
-        NR_LOG_INFO("successfully loaded '%s'", L->name);
+        NR_LOG_INFO("successfully loaded '%s'", L->id);
     }
     free(L->error);
+    free(L->step_ns);
+    free(L->id);
     return st;
 }
 
@@ -1273,16 +1463,16 @@ static nr_status_t *load_clean_up(load_t *L, nr_status_t *st)
  * commit into its phases: resolve, the unchanged check, prepare (for an ensemble, then its
  * dependencies), stage, load without the lock, publish all or nothing, clean up.
  * Context: control_mu held; blocks on the backends. */
-static nr_status_t *load_model(nr_repo_t *repo, const char *name, const nr_repo_load_params_t *p,
-                               bool polling)
+static nr_status_t *load_model(nr_repo_t *repo, const char *ns, const char *name,
+                               const nr_repo_load_params_t *p, bool polling)
 {
     NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
-    load_t L = {.name = name, .p = p, .polling = polling,
+    load_t L = {.ns = ns, .name = name, .id = id_of(ns, name), .p = p, .polling = polling,
                 .override = p != NULL && (p->config != NULL || p->n_files > 0)};
     nr_status_t *st = load_resolve(repo, &L);
     if (repo->n_chain == 0) { /* named by the load itself, not needed by an ensemble */
         pthread_rwlock_wrlock(&repo->lock);
-        entry_t *e = find_entry(repo, name, strlen(name), NULL);
+        entry_t *e = find_entry(repo, ns, name, strlen(name), NULL);
         if (e != NULL)
             e->implicit = false;
         pthread_rwlock_unlock(&repo->lock);
@@ -1344,7 +1534,7 @@ static void load_parallel(nr_repo_t *repo, load_t **ls, size_t n, int threads)
  * --model-load-thread-count models at once; ensembles follow, one at a time, once the models
  * they use are published. Returns each model's status (NULL: loaded or unchanged), to free.
  * Context: control_mu held. */
-static nr_status_t **load_many(nr_repo_t *repo, char *const *names, size_t n, int threads)
+static nr_status_t **load_many(nr_repo_t *repo, const mid_t *ids, size_t n, int threads)
 {
     NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
     nr_status_t **st = nr_calloc(n ? n : 1, sizeof(*st));
@@ -1354,10 +1544,10 @@ static nr_status_t **load_many(nr_repo_t *repo, char *const *names, size_t n, in
     size_t n_staged = 0;
     for (size_t i = 0; i < n; i++) { /* phases 1-4, one by one */
         load_t *L = &ls[i];
-        *L = (load_t){.name = names[i]};
+        *L = (load_t){.ns = ids[i].ns, .name = ids[i].name, .id = id_of(ids[i].ns, ids[i].name)};
         st[i] = load_resolve(repo, L);
         pthread_rwlock_wrlock(&repo->lock); /* named by the load itself */
-        entry_t *e = find_entry(repo, names[i], strlen(names[i]), NULL);
+        entry_t *e = find_entry(repo, L->ns, L->name, strlen(L->name), NULL);
         if (e != NULL)
             e->implicit = false;
         pthread_rwlock_unlock(&repo->lock);
@@ -1400,134 +1590,144 @@ static nr_status_t **load_many(nr_repo_t *repo, char *const *names, size_t n, in
     return st;
 }
 
-/* How many serving ensembles have a step on model `name`; their names (to free) in *users
- * unless users is NULL. Lock held. */
-static size_t users_of(const nr_repo_t *repo, const char *name, size_t len, char ***users)
+/* How many serving ensembles have a step on model t (their step resolves to it); those
+ * entries in *users (to free) unless users is NULL. Lock held. */
+static size_t users_of(const nr_repo_t *repo, const entry_t *t, entry_t ***users)
 {
-    size_t n = 0;
+    size_t n = 0, len = strlen(t->name), n_known;
     if (users != NULL)
         *users = NULL;
     for (size_t i = 0; i < repo->n; i++) {
-        const entry_t *u = repo->e[i];
+        entry_t *u = repo->e[i];
         const nr_model_t *um = serving_model(u);
         if (um == NULL || !is_ensemble(um->cfg))
             continue;
         const nr_cfg_ensemble_t *es = &um->cfg->ensemble_scheduling;
         bool uses = false;
         for (size_t s = 0; s < es->n_step && !uses; s++)
-            uses = strlen(es->step[s].model_name) == len &&
-                   memcmp(es->step[s].model_name, name, len) == 0;
+            uses = !strcmp(es->step[s].model_name, t->name) &&
+                   step_target(repo, u->ns, t->name, len, &n_known) == t;
         if (uses && users != NULL) {
-            *users = nr_grow(*users, n, sizeof(char *));
-            (*users)[n] = nr_strdup(u->name);
+            *users = nr_grow(*users, n, sizeof(entry_t *));
+            (*users)[n] = u;
         }
         n += uses;
     }
     return n;
 }
 
-/* The composing models of e's serving ensemble config (names to free). Lock held. */
-static size_t steps_of(const entry_t *e, char ***steps)
+/* The entries of the composing models of e's serving ensemble config (an array to free).
+ * Lock held. */
+static size_t steps_of(const nr_repo_t *repo, const entry_t *e, entry_t ***steps)
 {
     const nr_model_t *m = serving_model(e);
-    size_t n = 0;
+    size_t n = 0, n_known;
     *steps = NULL;
     if (m == NULL || !is_ensemble(m->cfg))
         return 0;
     const nr_cfg_ensemble_t *es = &m->cfg->ensemble_scheduling;
-    *steps = nr_calloc(es->n_step + 1, sizeof(char *));
+    *steps = nr_calloc(es->n_step + 1, sizeof(entry_t *));
     for (size_t s = 0; s < es->n_step; s++) {
-        bool seen = false;
+        const char *name = es->step[s].model_name;
+        entry_t *d = step_target(repo, e->ns, name, strlen(name), &n_known);
+        bool seen = d == NULL;
         for (size_t k = 0; k < n && !seen; k++)
-            seen = !strcmp((*steps)[k], es->step[s].model_name);
+            seen = (*steps)[k] == d;
         if (!seen)
-            (*steps)[n++] = nr_strdup(es->step[s].model_name);
+            (*steps)[n++] = d;
     }
     return n;
 }
 
-/* Unloads every serving version of `name`, and the ensembles that use it, as Triton unloads
- * them. With dependents, an ensemble's composing models go too when only its load brought
- * them in and no other serving ensemble uses them (Triton's cascading removal), nested
- * ensembles followed. control_mu held. */
-static void unload_model(nr_repo_t *repo, const char *name, size_t len, bool dependents)
+/* Unloads every serving version of model e, and the ensembles that use it, as Triton
+ * unloads them. With dependents, an ensemble's composing models go too when only its load
+ * brought them in and no other serving ensemble uses them (Triton's cascading removal),
+ * nested ensembles followed. control_mu held (entries stay where they are). */
+static void unload_model(nr_repo_t *repo, entry_t *e, bool dependents)
 {
     NR_DEBUG_ASSERT(nr_lock_held(&repo->control_mu));
     pthread_rwlock_wrlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, len, NULL);
-    char **steps = NULL;
-    size_t n_steps = dependents ? steps_of(e, &steps) : 0;
-    size_t n = e ? e->n : 0;
-    nr_model_t **retired = nr_calloc(n + 1, sizeof(*retired));
+    entry_t **steps = NULL;
+    size_t n_steps = dependents ? steps_of(repo, e, &steps) : 0;
+    entry_t **users = NULL;
+    size_t n_users = users_of(repo, e, &users); /* before e stops serving */
+    nr_model_t **retired = nr_calloc(e->n + 1, sizeof(*retired));
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < e->n; i++)
         if (e->v[i].model != NULL)
             retired[k++] = retire(&e->v[i]);
-    if (e != NULL) {
-        e->stamp = 0; /* a later load loads it again */
-        free(e->cfg_json);
-        e->cfg_json = NULL;
-    }
-    char **users = NULL;
-    size_t n_users = e != NULL ? users_of(repo, name, len, &users) : 0;
+    e->stamp = 0; /* a later load loads it again */
+    free(e->cfg_json);
+    e->cfg_json = NULL;
     pthread_rwlock_unlock(&repo->lock);
     for (size_t i = 0; i < k; i++)
         nr_model_release(retired[i]);
     free(retired);
     for (size_t i = 0; i < n_users; i++) {
         NR_LOG_ERROR("Invalid argument: ensemble %s contains models that are not available or "
-                     "ambiguous: %.*s",
-                     users[i], (int)len, name);
-        unload_model(repo, users[i], strlen(users[i]), false);
-        free(users[i]);
+                     "ambiguous: %s",
+                     users[i]->id, e->name);
+        unload_model(repo, users[i], false);
     }
     free(users);
     for (size_t i = 0; i < n_steps; i++) {
         pthread_rwlock_rdlock(&repo->lock);
-        const entry_t *d = find_entry(repo, steps[i], strlen(steps[i]), NULL);
-        bool go = d != NULL && d->implicit && serving(d) &&
-                  users_of(repo, steps[i], strlen(steps[i]), NULL) == 0;
+        const entry_t *d = steps[i];
+        bool go = d->implicit && serving(d) && users_of(repo, d, NULL) == 0;
         pthread_rwlock_unlock(&repo->lock);
         if (go)
-            unload_model(repo, steps[i], strlen(steps[i]), true);
-        free(steps[i]);
+            unload_model(repo, steps[i], true);
     }
     free(steps);
+}
+
+/* Unloads every model named `name` (in each namespace). control_mu held. */
+static void unload_named(nr_repo_t *repo, const char *name, size_t len, bool dependents)
+{
+    pthread_rwlock_rdlock(&repo->lock);
+    size_t first, n = entries_named(repo, name, len, &first);
+    entry_t **es = nr_calloc(n + 1, sizeof(entry_t *));
+    memcpy(es, &repo->e[first], n * sizeof(entry_t *));
+    pthread_rwlock_unlock(&repo->lock);
+    for (size_t i = 0; i < n; i++)
+        unload_model(repo, es[i], dependents);
+    free(es);
 }
 
 /* ---- polling ------------------------------------------------------------------------ */
 
 static void poll_once(nr_repo_t *repo)
 {
-    char **names;
-    size_t n = list_models(repo, &names);
+    mid_t *ids;
+    size_t n = list_models(repo, &ids);
     for (size_t i = 0; i < n; i++) {
-        if (i + 1 < n && !strcmp(names[i], names[i + 1])) { /* in two repositories */
+        if (i + 1 < n && !cmp_mid(&ids[i], &ids[i + 1])) { /* in two repositories */
             NR_LOG_ERROR("failed to poll model '%s': not unique across all model repositories",
-                         names[i]);
-            unload_model(repo, names[i], strlen(names[i]), false);
-            while (i + 1 < n && !strcmp(names[i], names[i + 1]))
+                         ids[i].name);
+            unload_named(repo, ids[i].name, strlen(ids[i].name), false);
+            while (i + 1 < n && !cmp_mid(&ids[i], &ids[i + 1]))
                 i++;
             continue;
         }
-        nr_status_free(load_model(repo, names[i], NULL, true));
+        nr_status_free(load_model(repo, ids[i].ns, ids[i].name, NULL, true));
     }
     /* models whose directory went: unloaded */
     pthread_rwlock_rdlock(&repo->lock);
     size_t ne = repo->n;
-    char **gone = nr_calloc(ne + 1, sizeof(char *));
+    entry_t **gone = nr_calloc(ne + 1, sizeof(entry_t *));
     size_t ng = 0;
     for (size_t k = 0; k < ne; k++) {
-        const char *en = repo->e[k]->name;
-        bool found = bsearch(&en, names, n, sizeof(char *), cmp_str) != NULL;
-        if (!found && repo->e[k]->tmpdir == NULL)
-            gone[ng++] = nr_strdup(en);
+        entry_t *e = repo->e[k];
+        mid_t key = {e->ns, e->name};
+        bool found = bsearch(&key, ids, n, sizeof(mid_t), cmp_mid) != NULL;
+        if (!found && e->tmpdir == NULL)
+            gone[ng++] = e;
     }
     pthread_rwlock_unlock(&repo->lock);
     for (size_t k = 0; k < ng; k++)
-        unload_model(repo, gone[k], strlen(gone[k]), false);
-    free_names(gone, ng);
-    free_names(names, n);
+        unload_model(repo, gone[k], false);
+    free(gone);
+    free_mids(ids, n);
 }
 
 static void *poller_main(void *arg)
@@ -1552,6 +1752,38 @@ static void *poller_main(void *arg)
 }
 
 /* ---- the repository ----------------------------------------------------------------- */
+
+/* The models a load of `name` means: with namespacing the model of that name in each
+ * repository that has it (Triton polls every one); else, or when none has it, the one
+ * model (NO_NS, name). Appended to ids[*n] (names owned). */
+static mid_t *named_ids(const nr_repo_t *repo, const char *name, mid_t *ids, size_t *n)
+{
+    size_t n0 = *n;
+    for (size_t p = 0; repo->opts.namespacing && p < repo->opts.n_paths; p++) {
+        char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
+        if (is_dir(dir)) {
+            ids = nr_grow(ids, *n, sizeof(mid_t));
+            ids[(*n)++] = (mid_t){repo->paths[p], nr_strdup(name)};
+        }
+        free(dir);
+    }
+    if (*n == n0) {
+        ids = nr_grow(ids, *n, sizeof(mid_t));
+        ids[(*n)++] = (mid_t){NO_NS, nr_strdup(name)};
+    }
+    return ids;
+}
+
+/* --load-model's models (named_ids of each). */
+static mid_t *startup_ids(const nr_repo_t *repo, const char *const *names, size_t n,
+                          size_t *out_n)
+{
+    mid_t *ids = NULL;
+    *out_n = 0;
+    for (size_t i = 0; i < n; i++)
+        ids = named_ids(repo, names[i], ids, out_n);
+    return ids;
+}
 
 nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
 {
@@ -1587,15 +1819,15 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
             nr_repo_destroy(repo);
             return st;
         }
-    char **names;
-    size_t n = list_models(repo, &names);
+    mid_t *ids;
+    size_t n = list_models(repo, &ids);
     for (size_t i = 0; i + 1 < n; i++)
-        if (!strcmp(names[i], names[i + 1])) {
+        if (!cmp_mid(&ids[i], &ids[i + 1])) {
             char *dup;
-            free(find_dir(repo, names[i], &dup));
+            free(find_dir(repo, ids[i].name, &dup));
             nr_status_t *st = nr_status_new(NR_INVALID_ARG, "%s", dup);
             free(dup);
-            free_names(names, n);
+            free_mids(ids, n);
             nr_repo_destroy(repo);
             return st;
         }
@@ -1604,19 +1836,19 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     control_lock(repo);
     int threads = opts->load_threads > 0 ? opts->load_threads : 1;
     if (all) {
-        nr_status_t **st = load_many(repo, names, n, threads);
+        nr_status_t **st = load_many(repo, ids, n, threads);
         for (size_t i = 0; i < n; i++)
             nr_status_free(st[i]);
         free(st);
     } else {
-        nr_status_t **sts = load_many(repo, (char *const *)opts->startup_models,
-                                      opts->n_startup_models, threads);
-        for (size_t i = 0; i < opts->n_startup_models; i++) {
-            const char *name = opts->startup_models[i];
+        size_t n_sm = 0;
+        mid_t *sm = startup_ids(repo, opts->startup_models, opts->n_startup_models, &n_sm);
+        nr_status_t **sts = load_many(repo, sm, n_sm, threads);
+        for (size_t i = 0; i < n_sm; i++) {
             nr_status_t *st = sts[i];
             if (st != NULL) { /* a model not found still counts against readiness */
                 pthread_rwlock_wrlock(&repo->lock);
-                entry_t *e = entry_for(repo, name);
+                entry_t *e = entry_for(repo, sm[i].ns, sm[i].name);
                 if (e->n == 0 && e->reason == NULL)
                     e->reason = status_reason(st);
                 else
@@ -1625,9 +1857,10 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
             }
         }
         free(sts);
+        free_mids(sm, n_sm);
     }
     control_unlock(repo);
-    free_names(names, n);
+    free_mids(ids, n);
     if (opts->mode == NR_CONTROL_POLL && opts->poll_secs > 0) {
         repo->polling = true;
         if (pthread_create(&repo->poller, NULL, poller_main, repo) != 0)
@@ -1650,7 +1883,7 @@ void nr_repo_destroy(nr_repo_t *repo)
     }
     control_lock(repo);
     for (size_t i = 0; i < repo->n; i++)
-        unload_model(repo, repo->e[i]->name, strlen(repo->e[i]->name), false);
+        unload_model(repo, repo->e[i], false);
     control_unlock(repo);
     pthread_mutex_lock(&repo->reap_mu);
     repo->stopping = true;
@@ -1665,6 +1898,7 @@ void nr_repo_destroy(nr_repo_t *repo)
         drop_tmpdir(e->tmpdir);
         free(e->reason);
         free(e->name);
+        free(e->id);
         free(e->dir);
         free(e->cfg_json);
         free(e);
@@ -1697,45 +1931,73 @@ nr_control_mode_t nr_repo_mode(const nr_repo_t *repo)
     return repo->opts.mode;
 }
 
-nr_status_t *nr_repo_get(nr_repo_t *repo, const char *name, size_t len, int64_t version,
-                         nr_model_t **out)
+/* A READY version of e (repository.h: nr_repo_get's errors). Lock held. */
+static nr_status_t *get_version(const nr_repo_t *repo, entry_t *e, const char *name, size_t len,
+                                int64_t version, nr_model_t **out)
 {
-    nr_status_t *st = NULL;
-    pthread_rwlock_rdlock(&repo->lock);
-    entry_t *e = find_entry(repo, name, len, NULL);
-    if (!e || e->n == 0) {
-        st = nr_status_new(NR_NOT_FOUND, "Request for unknown model: '%.*s' is not found",
-                           (int)len, name);
-    } else if (version < 0) {
+    if (e == NULL || e->n == 0)
+        return nr_status_new(repo->opts.namespacing && e == NULL ? NR_INVALID_ARG : NR_NOT_FOUND,
+                             "Request for unknown model: '%.*s' is not found", (int)len, name);
+    if (version < 0) {
         nr_model_t *m = NULL;
         for (size_t k = e->n; k-- > 0 && m == NULL;)
             m = e->v[k].model;
-        if (m != NULL) {
-            nr_model_ref(m);
-            *out = m;
-        } else {
-            st = nr_status_new(NR_NOT_FOUND,
-                               "Request for unknown model: '%s' has no available versions",
-                               e->name);
-        }
-    } else {
-        ver_t *r = find_ver(e, version);
-        if (r == NULL)
-            st = nr_status_new(NR_NOT_FOUND,
-                               "Request for unknown model: '%s' version %" PRId64 " is not found",
-                               e->name, version);
-        else if (r->model == NULL)
-            st = nr_status_new(NR_UNAVAILABLE,
-                               "Request for unknown model: '%s' version %" PRId64
-                               " is not at ready state",
-                               e->name, version);
-        else {
-            nr_model_ref(r->model);
-            *out = r->model;
-        }
+        if (m == NULL)
+            return nr_status_new(NR_NOT_FOUND,
+                                 "Request for unknown model: '%s' has no available versions",
+                                 e->name);
+        nr_model_ref(m);
+        *out = m;
+        return NULL;
     }
+    ver_t *r = find_ver(e, version);
+    if (r == NULL)
+        return nr_status_new(NR_NOT_FOUND,
+                             "Request for unknown model: '%s' version %" PRId64 " is not found",
+                             e->name, version);
+    if (r->model == NULL)
+        return nr_status_new(NR_UNAVAILABLE,
+                             "Request for unknown model: '%s' version %" PRId64
+                             " is not at ready state",
+                             e->name, version);
+    nr_model_ref(r->model);
+    *out = r->model;
+    return NULL;
+}
+
+nr_status_t *nr_repo_get(nr_repo_t *repo, const char *name, size_t len, int64_t version,
+                         nr_model_t **out)
+{
+    size_t n_known;
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = resolve(repo, name, len, &n_known);
+    nr_status_t *st =
+        n_known > 1 ? ambiguous(n_known, name, len) : get_version(repo, e, name, len, version, out);
     pthread_rwlock_unlock(&repo->lock);
     return st;
+}
+
+/* nr_repo_get for a model of namespace ns (repo_lookup: an ensemble's steps, BLS): the
+ * model of that name in ns first. */
+static nr_status_t *get_from(nr_repo_t *repo, const char *ns, const char *name, size_t len,
+                             int64_t version, nr_model_t **out)
+{
+    size_t n_known;
+    pthread_rwlock_rdlock(&repo->lock);
+    entry_t *e = step_target(repo, ns, name, len, &n_known);
+    nr_status_t *st =
+        n_known > 1 ? ambiguous(n_known, name, len) : get_version(repo, e, name, len, version, out);
+    pthread_rwlock_unlock(&repo->lock);
+    return st;
+}
+
+nr_status_t *nr_repo_ambiguity(nr_repo_t *repo, const char *name, size_t len)
+{
+    size_t n_known;
+    pthread_rwlock_rdlock(&repo->lock);
+    resolve(repo, name, len, &n_known);
+    pthread_rwlock_unlock(&repo->lock);
+    return n_known > 1 ? ambiguous(n_known, name, len) : NULL;
 }
 
 /* Calls fn for each record of e (or its one version-less record). */
@@ -1770,7 +2032,8 @@ size_t nr_repo_visit(nr_repo_t *repo, const char *name, size_t len, nr_repo_visi
             visit_entry(repo->e[i], false, fn, arg);
         n = repo->n;
     } else {
-        entry_t *e = find_entry(repo, name, len, NULL);
+        size_t n_known;
+        entry_t *e = resolve(repo, name, len, &n_known);
         if (e != NULL)
             visit_entry(e, false, fn, arg);
         n = e != NULL;
@@ -1781,22 +2044,22 @@ size_t nr_repo_visit(nr_repo_t *repo, const char *name, size_t len, nr_repo_visi
 
 void nr_repo_index(nr_repo_t *repo, bool ready_only, nr_repo_visit_fn fn, void *arg)
 {
-    char **names;
-    size_t n = list_models(repo, &names);
+    mid_t *ids;
+    size_t n = list_models(repo, &ids);
     pthread_rwlock_rdlock(&repo->lock);
     for (size_t i = 0; i < n; i++) {
-        if (i > 0 && !strcmp(names[i], names[i - 1]))
+        if (i > 0 && !cmp_mid(&ids[i], &ids[i - 1]))
             continue;
-        entry_t *e = find_entry(repo, names[i], strlen(names[i]), NULL);
+        entry_t *e = find_entry(repo, ids[i].ns, ids[i].name, strlen(ids[i].name), NULL);
         if (e != NULL) {
             visit_entry(e, ready_only, fn, arg);
         } else if (!ready_only) {
-            nr_repo_version_t rv = {names[i], -1, NULL, NR_MODEL_UNKNOWN, NULL, NULL};
+            nr_repo_version_t rv = {ids[i].name, -1, NULL, NR_MODEL_UNKNOWN, NULL, NULL};
             fn(&rv, arg);
         }
     }
     pthread_rwlock_unlock(&repo->lock);
-    free_names(names, n);
+    free_mids(ids, n);
 }
 
 bool nr_repo_all_ready(nr_repo_t *repo)
@@ -1826,7 +2089,7 @@ void nr_repo_log_table(nr_repo_t *repo)
     for (size_t i = 0; i < repo->n; i++) {
         const entry_t *e = repo->e[i];
         if (e->n == 0) {
-            cells[r * 3] = e->name;
+            cells[r * 3] = e->id;
             cells[r * 3 + 1] = "-";
             cells[r * 3 + 2] = owned[o++] = nr_asprintf(
                 "UNAVAILABLE: %s", e->reason ? e->reason : "Not loaded: No model version was found");
@@ -1835,7 +2098,7 @@ void nr_repo_log_table(nr_repo_t *repo)
         }
         for (size_t k = 0; k < e->n; k++, r++) {
             const ver_t *v = &e->v[k];
-            cells[r * 3] = e->name;
+            cells[r * 3] = e->id;
             cells[r * 3 + 1] = v->version_str;
             cells[r * 3 + 2] = v->state == NR_MODEL_READY
                                    ? "READY"
@@ -1880,6 +2143,21 @@ void nr_repo_enable_obs(nr_repo_t *repo, size_t cap)
 
 /* ---- model control ------------------------------------------------------------------ */
 
+/* The error of a load of several models (one name in several namespaces): Triton's failed
+ * loads, a line each, or the first other error. */
+static nr_status_t *joined(nr_status_t *a, nr_status_t *b)
+{
+    if (a == NULL || b == NULL)
+        return a != NULL ? a : b;
+    if (a->code == NR_INVALID_ARG && b->code == NR_INVALID_ARG) {
+        nr_status_t *j = nr_status_new(NR_INVALID_ARG, "%s%s", a->msg, b->msg);
+        nr_status_free(a);
+        a = j;
+    }
+    nr_status_free(b);
+    return a;
+}
+
 nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
                           const nr_repo_load_params_t *p)
 {
@@ -1890,9 +2168,21 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
         st = nr_status_new(NR_INTERNAL, "failed to load '%s', failed to poll from model repository",
                            n);
     } else {
+        /* sent files make a model of no repository (Triton's override: namespace "") */
+        size_t k = 0;
+        mid_t *ids = NULL;
+        if (p != NULL && p->n_files > 0) {
+            ids = nr_calloc(1, sizeof(mid_t));
+            ids[k++] = (mid_t){NO_NS, nr_strdup(n)};
+        } else {
+            ids = named_ids(repo, n, NULL, &k);
+        }
         control_lock(repo);
-        st = load_model(repo, n, p, false);
+        st = NULL;
+        for (size_t i = 0; i < k; i++) /* each namespace's; the failures, one line each */
+            st = joined(st, load_model(repo, ids[i].ns, ids[i].name, p, false));
         control_unlock(repo);
+        free_mids(ids, k);
     }
     free(n);
     return st;
@@ -1901,7 +2191,7 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
 nr_status_t *nr_repo_unload(nr_repo_t *repo, const char *name, size_t len, bool dependents)
 {
     control_lock(repo);
-    unload_model(repo, name, len, dependents);
+    unload_named(repo, name, len, dependents);
     control_unlock(repo);
     return NULL;
 }

@@ -38,6 +38,11 @@ typedef struct {
     int poll_secs;         /* POLL: seconds between scans (0: no polling thread) */
     int load_retries;      /* --model-load-retry-count: more tries for a version that failed */
     int load_threads;      /* --model-load-thread-count: models loading at once at startup */
+    /* --model-namespacing: a model is known by its repository path and its name (Triton's
+     * ModelIdentifier), so one name may be in several repositories; a request by name alone
+     * needs the name to be unique, and an ensemble's steps resolve in its own repository
+     * first. Off: every model's namespace is "" and a name in two repositories fails. */
+    bool namespacing;
     /* The backend of a config's `backend` name: NULL means nr_backend_find (the server's
      * backends); the repository's unit tests give their own. */
     const nr_backend_t *(*find_backend)(const char *name);
@@ -63,9 +68,14 @@ nr_status_t *nr_repo_control_allowed(const nr_repo_t *repo);
  * (nr_model_release gives it back); version < 0 = highest READY version.
  * Errors are Triton's: NOT_FOUND "Request for unknown model: 'm' is not found",
  * "... 'm' version N is not found", "... 'm' has no available versions",
- * UNAVAILABLE "... 'm' version N is not at ready state". */
+ * UNAVAILABLE "... 'm' version N is not at ready state". With namespacing the name must
+ * be that of one model still known: else INVALID_ARG "There are N identifiers of model 'm'
+ * in global map, model namespace must be provided to resolve ambiguity.", or INVALID_ARG
+ * "Request for unknown model: 'm' is not found" (Triton's FindModelIdentifier). */
 NR_MUST_CHECK nr_status_t *nr_repo_get(nr_repo_t *repo, const char *name, size_t len,
                                        int64_t version, nr_model_t **out);
+/* nr_repo_get's INVALID_ARG when `name` means several models (namespacing), else NULL. */
+NR_MUST_CHECK nr_status_t *nr_repo_ambiguity(nr_repo_t *repo, const char *name, size_t len);
 
 /* The reason of a version unloaded on purpose (Triton's); such a version
  * does not count against readiness and has no metrics series. */

@@ -68,7 +68,7 @@ def test_flags_without_effect_start_the_server_with_one_line_each(server_factory
                  "cache-directory", "pinned-memory-pool-byte-size", "cuda-memory-pool-byte-size",
                  "cuda-virtual-address-size", "enable-peer-access",
                  "min-supported-compute-capability", "model-load-gpu-limit",
-                 "buffer-manager-thread-count", "model-namespacing"]
+                 "buffer-manager-thread-count"]
     args = [f"--{f}={VALUES.get(f, '1')}" for f in no_effect]
     args += ["--cache-config=local,size=2048"]  # given twice
     srv = server_factory([repos["repo_small"]], args, name="noeffect")

@@ -62,6 +62,44 @@ static void fill_quantiles(collect_t *c, nr_metrics_row_t *r, nr_obs_t *obs)
     }
 }
 
+/* With --model-namespacing one name can be in several repositories: their versions share
+ * Triton's labels (model, version), and so one series, as prometheus-cpp shares it. The
+ * last row joins an earlier one of the same labels (the same name's rows are adjacent):
+ * counts add up; the quantiles stay the earlier row's. */
+static void merge_last(nr_metrics_view_t *v)
+{
+    nr_metrics_row_t *r = &v->rows[v->n_rows - 1];
+    for (size_t k = v->n_rows - 1; k-- > 0 && !strcmp(v->rows[k].model, r->model);) {
+        nr_metrics_row_t *a = &v->rows[k];
+        if (strcmp(a->version, r->version) != 0)
+            continue;
+        if (!a->ready && r->ready) { /* keep the serving one's quantiles */
+            nr_metrics_row_t t = *a;
+            *a = *r;
+            *r = t;
+        }
+        a->ready |= r->ready;
+        a->cached |= r->cached;
+        a->success += r->success;
+        a->inferences += r->inferences;
+        a->executions += r->executions;
+        a->pending += r->pending;
+        a->cache_hits += r->cache_hits;
+        a->cache_misses += r->cache_misses;
+        a->cache_hit_us += r->cache_hit_us;
+        a->cache_miss_us += r->cache_miss_us;
+        for (int f = 0; f < NR_FAIL_N; f++)
+            a->failure[f] += r->failure[f];
+        for (int o = 0; o < NR_OBS_N; o++)
+            a->us[o] += r->us[o];
+        free(r->model);
+        free(r->version);
+        free(r->quantile);
+        v->n_rows--;
+        return;
+    }
+}
+
 static void on_version(const nr_repo_version_t *rv, void *arg)
 {
     nr_model_t *m = rv->model;
@@ -82,8 +120,10 @@ static void on_version(const nr_repo_version_t *rv, void *arg)
     /* Triton's ensemble scheduler reports under version "1" whatever its directory is */
     bool ensemble = m != NULL && m->ensemble != NULL;
     r->version = nr_strdup(ensemble ? "1" : rv->version_str);
-    if (m == NULL)
-        return; /* not serving: only its failure series */
+    if (m == NULL) { /* not serving: only its failure series */
+        merge_last(v);
+        return;
+    }
     nr_stats_snap_t sn;
     nr_stats_snapshot(&m->stats, &sn);
     r->ready = true;
@@ -107,6 +147,7 @@ static void on_version(const nr_repo_version_t *rv, void *arg)
     r->pending = nr_model_queued(m);
     if (v->summaries)
         fill_quantiles(c, r, atomic_load_explicit(&m->stats.obs, memory_order_acquire));
+    merge_last(v);
 }
 
 void nr_metrics_collect(nr_server_t *core, bool summaries, const nr_metrics_quantile_t *q,
