@@ -418,6 +418,8 @@ void nr_req_respond(nr_req_t *req, const nr_status_t *err, unsigned flags)
             uint64_t t1 = nr_now_ns();
             req->on_response(req, err, flags, req->done_arg);
             uint64_t t2 = nr_now_ns();
+            if (req->trace != NULL && req->model->cfg->decoupled)
+                nr_trace_response(req->trace);
             nr_resp_kind_t kind = err != NULL ? NR_RESP_FAIL
                                   : (flags & NR_RESPONSE_NONE) ? NR_RESP_EMPTY : NR_RESP_SUCCESS;
             nr_stats_response(&req->model->stats, req->n_responses++, t1 - t0, t2 - t1, kind);

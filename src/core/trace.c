@@ -76,6 +76,7 @@ struct nr_trace_s {
     unsigned level;
     nr_trace_proto_t proto;
     uint64_t recv[2], send[2], done_ns;
+    uint64_t first_resp_ns; /* a decoupled model's first response sent */
     pthread_mutex_t mu; /* the root's: guards out */
     nr_buf_t out;       /* the root's: this trace's and its children's records */
     /* mode opentelemetry: the trace's and its spans' ids (the root span's parent: the request's
@@ -545,6 +546,12 @@ void nr_trace_done(nr_trace_t *t)
     t->done_ns = nr_now_ns();
 }
 
+void nr_trace_response(nr_trace_t *t)
+{
+    if (t->first_resp_ns == 0)
+        t->first_resp_ns = nr_now_ns();
+}
+
 /* ---- writing --------------------------------------------------------------------------- */
 
 static void stamp(nr_buf_t *b, uint64_t id, const char *name, uint64_t ns)
@@ -655,7 +662,8 @@ static void render(nr_buf_t *b, const nr_trace_t *t, const nr_req_t *req)
             stamp(b, t->id, "COMPUTE_OUTPUT_START", req->t_infer_end_ns);
             stamp(b, t->id, "COMPUTE_END", req->t_end_ns);
         }
-        stamp(b, t->id, "INFER_RESPONSE_COMPLETE", t->done_ns);
+        stamp(b, t->id, "INFER_RESPONSE_COMPLETE",
+              t->first_resp_ns ? t->first_resp_ns : t->done_ns);
         stamp(b, t->id, "REQUEST_END", t->done_ns);
         stamp(b, t->id, grpc ? "GRPC_SEND_START" : "HTTP_SEND_START", t->send[0]);
         stamp(b, t->id, grpc ? "GRPC_SEND_END" : "HTTP_SEND_END", t->send[1]);

@@ -126,6 +126,11 @@ void nr_trace_recv(nr_trace_t *t, nr_trace_proto_t proto, uint64_t start_ns, uin
 void nr_trace_send(nr_trace_t *t, bool end);
 /* The core has handed the request back (its response is complete): now. */
 void nr_trace_done(nr_trace_t *t);
+/* A decoupled model's request has sent a response: its INFER_RESPONSE_COMPLETE is the first
+ * one's, as Triton's stream handler captures it (on its first callback); other models' is
+ * the request's completion. Called from the thread that sends the request's responses (they
+ * are sent one at a time). */
+void nr_trace_response(nr_trace_t *t);
 /* The request is being released: its trace is written (from req's model, id, times, tensors)
  * into its parent's or its setting's stream, and t freed. */
 void nr_trace_end(nr_trace_t *t, const nr_req_t *req);

@@ -16,7 +16,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from e2e_util import get, post
 import models
 
@@ -643,13 +643,38 @@ def test_bls_request_with_trace_is_a_child(server_factory, repos, tmp_path):
     assert [n for n, _ in kids[0]["stamps"]] == HTTP_ORDER[2:10]
 
 
+def test_decoupled_response_complete_is_the_first_responses(server_factory, tmp_path):
+    """A decoupled model's request sends several responses: its INFER_RESPONSE_COMPLETE is
+    taken once, when the first one is sent (as Triton's stream handler takes it on its first
+    callback), before REQUEST_END (the final one)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "python" / "square_int32",
+                    repo / "square_int32")
+    f = tmp_path / "t.json"
+    srv = server_factory([repo], ["--trace-config=level=TIMESTAMPS", "--trace-config=rate=1",
+                                  f"--trace-config=triton,file={f}"], name="dectrace")
+    got = []
+    c = grpcclient.InferenceServerClient(srv.grpc_url)
+    c.start_stream(callback=lambda result, error: got.append((result, error)))
+    i = grpcclient.InferInput("IN", [1], "INT32")
+    i.set_data_from_numpy(np.array([3], dtype=np.int32))
+    c.async_stream_infer("square_int32", [i])
+    c.stop_stream()  # waits for the stream's end
+    assert len(got) == 3 and all(e is None for _, e in got), got
+    assert srv.stop() == 0
+    (t,) = load(f).values()
+    stamps = dict(t["stamps"])
+    names = [n for n, _ in t["stamps"]]
+    assert names.count("INFER_RESPONSE_COMPLETE") == 1, names
+    assert stamps["QUEUE_START"] <= stamps["INFER_RESPONSE_COMPLETE"] < stamps["REQUEST_END"]
+
+
 def test_perf_tools_trace_flags(server_factory, repos, tmp_path):
     """nereid-perf takes perf_analyzer's --trace-level, --trace-rate, --trace-count and
     --log-frequency and changes the server's global trace settings before its run, as
     perf_analyzer 2.51 does (checked side by side, over HTTP and gRPC); a value the server
     refuses stops the tool with the server's text."""
     import subprocess
-    from conftest import ROOT
     perf = Path(os.environ.get("NEREID_BIN") or ROOT / "build" / "bin" / "nereid").parent / \
         "nereid-perf"
     pa = ROOT / "scripts" / "perf_analyzer"
