@@ -15,7 +15,7 @@ PY       := $(VENV)/bin/python
 BUILD    ?= build
 CC       ?= cc
 
-PKGS     := libmicrohttpd zlib grpc libprotobuf-c libarchive libcurl
+PKGS     := libmicrohttpd zlib grpc libprotobuf-c libarchive libcurl libxml-2.0
 CFLAGS   ?= -O2 -g
 # `override`: a CFLAGS given on the command line (make CFLAGS="-O1 -fsanitize=...") gets these
 # appended too, as one from the environment does.
@@ -24,7 +24,8 @@ CFLAGS   ?= -O2 -g
 # compiler inline across a file's own external functions as it would without -fPIC.
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
             -pthread -MMD -MP -fPIC -fno-semantic-interposition -I$(ORT_HOME)/include \
-            -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen
+            -I$(ORT_HOME)/include/onnxruntime -I$(BUILD)/gen \
+            $(shell pkg-config --cflags libxml-2.0 2>/dev/null)
 LDLIBS   += -Wl,-rpath,'$$ORIGIN/../lib/nereid:$(ORT_HOME)/lib' \
             $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lnuma -lm -pthread
 

@@ -21,7 +21,9 @@ MA_VENV=${MA_VENV:-$ROOT/.venv-ma}
 APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev libb64-0d
           libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libyaml-dev
           libarchive-dev # the Python backend's packed execution environments (EXECUTION_ENV_PATH)
-          libcurl4-openssl-dev # OTLP/HTTP export of traces (--trace-config mode=opentelemetry)
+          libcurl4-openssl-dev # OTLP/HTTP export of traces (--trace-config mode=opentelemetry),
+                               # s3:// and gs:// model repositories (AWS SigV4 built in)
+          libxml2-dev # S3's XML listings
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates
           chromium # chromium: the analyzer report's test renders it headless
           python3 python3-numpy) # the Python backend's default interpreter (model.py files)

@@ -657,7 +657,9 @@ static nr_status_t *add_restricted(void *o, const nr_cli_opt_t *f, const char *v
 #define FLAG(name, fn, help) {name, NR_CLI_FLAG, 0, 0, 0, fn, NULL, help}
 
 static const nr_cli_opt_t flag_table[] = {
-    FN("model-repository", add_repository, "=<path>", "Model repository (repeatable)"),
+    FN("model-repository", add_repository, "=<path>",
+       "Model repository (repeatable): a directory, s3://[host:port/]bucket/path\n"
+       "or gs://bucket/path"),
     FN("model-store", add_repository, "=<path>", "The same as --model-repository"),
     INT("http-port", http_port, 0, 65535, "=<int>", "HTTP port (default 8000)"),
     STR("http-address", http_address, "=<addr>", "HTTP bind address (default 0.0.0.0)"),

@@ -24,9 +24,11 @@
 #include "cache.h"
 #include "ensemble.h"
 #include "gpu.h"
+#include "objstore.h"
 
 #include "../common/alloc.h"
 #include "../common/debug.h"
+#include "../common/fs.h"
 #include "../common/log.h"
 
 #include <dirent.h>
@@ -67,7 +69,7 @@ typedef struct {
 
 typedef struct {
     char *name;
-    const char *ns; /* its namespace: a repository path (repo->paths) or NO_NS */
+    const char *ns; /* its namespace: a repository as given (repo->names) or NO_NS */
     char *id;     /* how Triton shows it: "<ns>::<name>", or the name when ns is "" */
     char *dir;    /* where it was loaded from (a temporary one for sent files) */
     char *tmpdir; /* a directory of sent files to remove, or NULL */
@@ -82,7 +84,9 @@ typedef struct {
 
 struct nr_repo_s {
     nr_repo_options_t opts;
-    char **paths;
+    char **paths;            /* [n_paths]: the directories read (an object store's mirror) */
+    char **names;            /* [n_paths]: the repositories as given (a path or a URL) */
+    nr_objstore_t **stores;  /* [n_paths]: the object store of a URL, else NULL */
     pthread_rwlock_t lock;   /* entries and their records */
     entry_t **e; size_t n;   /* sorted by name */
     nr_lock_t control_mu;    /* one load / unload / poll at a time */
@@ -237,6 +241,23 @@ static size_t list_models(const nr_repo_t *repo, mid_t **out)
     mid_t *ids = NULL;
     size_t n = 0;
     for (size_t p = 0; p < repo->opts.n_paths; p++) {
+        const char *ns = repo->opts.namespacing ? repo->names[p] : NO_NS;
+        if (repo->stores[p] != NULL) { /* the bucket's, not the mirror's */
+            char **names = NULL;
+            size_t k = 0;
+            nr_status_t *st = nr_objstore_models(repo->stores[p], &names, &k);
+            if (st != NULL) {
+                NR_LOG_ERROR("failed to poll model repository '%s': %s", repo->names[p],
+                             st->msg);
+                nr_status_free(st);
+            }
+            for (size_t i = 0; i < k; i++) {
+                ids = nr_grow(ids, n, sizeof(mid_t));
+                ids[n++] = (mid_t){ns, names[i]};
+            }
+            free(names);
+            continue;
+        }
         DIR *d = opendir(repo->paths[p]);
         struct dirent *de;
         while (d && (de = readdir(d)) != NULL) {
@@ -245,8 +266,7 @@ static size_t list_models(const nr_repo_t *repo, mid_t **out)
             char *dir = nr_asprintf("%s/%s", repo->paths[p], de->d_name);
             if (is_dir(dir)) {
                 ids = nr_grow(ids, n, sizeof(mid_t));
-                ids[n++] = (mid_t){repo->opts.namespacing ? repo->paths[p] : NO_NS,
-                                   nr_strdup(de->d_name)};
+                ids[n++] = (mid_t){ns, nr_strdup(de->d_name)};
             }
             free(dir);
         }
@@ -267,32 +287,57 @@ static void free_mids(mid_t *ids, size_t n)
 }
 
 
+/* The directory of model `name` in repository p, or NULL when it has none. An object
+ * store's model is brought up to date first (objstore.h), so what loads is the bucket's now. */
+static char *dir_in(const nr_repo_t *repo, size_t p, const char *name)
+{
+    if (repo->stores[p] != NULL) {
+        nr_status_t *st = nr_objstore_sync(repo->stores[p], name);
+        if (st != NULL) {
+            NR_LOG_ERROR("failed to poll model '%s' from '%s': %s", name, repo->names[p],
+                         st->msg);
+            nr_status_free(st);
+        }
+    }
+    char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
+    if (!is_dir(dir)) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
 /* The directory of model `name`: NULL with *dup set when two repositories
  * hold it, NULL when none does. */
 static char *find_dir(const nr_repo_t *repo, const char *name, char **dup)
 {
     char *found = NULL;
+    size_t at = 0;
     *dup = NULL;
-    for (size_t p = 0; p < repo->opts.n_paths; p++) {
-        char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
-        if (!is_dir(dir)) {
-            free(dir);
-        } else if (found == NULL) {
+    for (size_t p = 0; p < repo->opts.n_paths && *dup == NULL; p++) {
+        char *dir = dir_in(repo, p, name);
+        if (dir != NULL && found == NULL) {
             found = dir;
-        } else {
-            *dup = dir;
-            break;
+            at = p;
+        } else if (dir != NULL) {
+            *dup = nr_asprintf("model '%s' exists in multiple model repositories: %s/%s and "
+                               "%s/%s",
+                               name, repo->names[at], name, repo->names[p], name);
+            free(dir);
+            free(found);
+            found = NULL;
         }
     }
-    if (*dup) {
-        char *d = *dup;
-        *dup = nr_asprintf("model '%s' exists in multiple model repositories: %s and %s", name,
-                           found, d);
-        free(d);
-        free(found);
-        return NULL;
-    }
     return found;
+}
+
+/* The index of repository ns (a repo->names pointer), or n_paths. */
+static size_t repo_index(const nr_repo_t *repo, const char *ns)
+{
+    size_t p = 0;
+    while (p < repo->opts.n_paths && repo->names[p] != ns)
+        p++;
+    return p;
 }
 
 /* The directory of model (ns, name): with namespacing the one in repository ns (none for
@@ -302,12 +347,8 @@ static char *model_dir(const nr_repo_t *repo, const char *ns, const char *name, 
     if (!repo->opts.namespacing)
         return find_dir(repo, name, dup);
     *dup = NULL;
-    char *dir = ns[0] ? nr_asprintf("%s/%s", ns, name) : NULL;
-    if (dir != NULL && !is_dir(dir)) {
-        free(dir);
-        dir = NULL;
-    }
-    return dir;
+    size_t p = repo_index(repo, ns);
+    return p < repo->opts.n_paths ? dir_in(repo, p, name) : NULL;
 }
 
 /* ---- configs --------------------------------------------------------------- */
@@ -680,14 +721,14 @@ static const char *step_ns(nr_repo_t *repo, const char *ns, const char *name, bo
     const char *pick = NULL;
     size_t n = 0;
     for (size_t p = 0; p <= repo->opts.n_paths; p++) {
-        const char *c = p == 0 ? NO_NS : repo->paths[p - 1];
+        const char *c = p == 0 ? NO_NS : repo->names[p - 1];
         pthread_rwlock_rdlock(&repo->lock);
         entry_t *e = find_entry(repo, c, name, strlen(name), NULL);
         bool has = e != NULL && known(e);
         pthread_rwlock_unlock(&repo->lock);
-        if (!has && c[0]) {
-            char *d = nr_asprintf("%s/%s", c, name);
-            has = is_dir(d);
+        if (!has && p > 0) {
+            char *d = dir_in(repo, p - 1, name);
+            has = d != NULL;
             free(d);
         }
         if (has && !strcmp(c, ns))
@@ -859,28 +900,11 @@ static nr_status_t *write_files(const nr_repo_load_params_t *p, char **out)
     return NULL;
 }
 
-static void remove_entry(const char *sub, void *arg);
-
-static void remove_tree(const char *path)
-{
-    each_entry(path, remove_entry, NULL);
-    rmdir(path);
-}
-
-static void remove_entry(const char *sub, void *arg)
-{
-    (void)arg;
-    if (is_dir(sub))
-        remove_tree(sub);
-    else
-        unlink(sub);
-}
-
 /* Removes and frees a directory of sent files (NULL: nothing). */
 static void drop_tmpdir(char *dir)
 {
     if (dir != NULL)
-        remove_tree(dir);
+        nr_remove_tree(dir);
     free(dir);
 }
 
@@ -1760,10 +1784,10 @@ static mid_t *named_ids(const nr_repo_t *repo, const char *name, mid_t *ids, siz
 {
     size_t n0 = *n;
     for (size_t p = 0; repo->opts.namespacing && p < repo->opts.n_paths; p++) {
-        char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
-        if (is_dir(dir)) {
+        char *dir = dir_in(repo, p, name);
+        if (dir != NULL) {
             ids = nr_grow(ids, *n, sizeof(mid_t));
-            ids[(*n)++] = (mid_t){repo->paths[p], nr_strdup(name)};
+            ids[(*n)++] = (mid_t){repo->names[p], nr_strdup(name)};
         }
         free(dir);
     }
@@ -1790,9 +1814,13 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     nr_repo_t *repo = nr_calloc(1, sizeof(*repo));
     repo->opts = *opts;
     repo->paths = nr_calloc(opts->n_paths + 1, sizeof(char *));
-    for (size_t p = 0; p < opts->n_paths; p++)
+    repo->names = nr_calloc(opts->n_paths + 1, sizeof(char *));
+    repo->stores = nr_calloc(opts->n_paths + 1, sizeof(nr_objstore_t *));
+    for (size_t p = 0; p < opts->n_paths; p++) {
+        repo->names[p] = nr_strdup(opts->paths[p]);
         repo->paths[p] = nr_strdup(opts->paths[p]);
-    repo->opts.paths = (const char *const *)repo->paths;
+    }
+    repo->opts.paths = (const char *const *)repo->names;
     repo->opts.startup_models = NULL;
     repo->opts.n_startup_models = 0;
     pthread_rwlockattr_t ra;
@@ -1807,18 +1835,32 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
     pthread_mutex_init(&repo->poll_mu, NULL);
     pthread_cond_init(&repo->poll_cv, NULL);
     if (pthread_create(&repo->reaper, NULL, reaper_main, repo) != 0) {
-        for (size_t p = 0; p < opts->n_paths; p++)
+        for (size_t p = 0; p < opts->n_paths; p++) {
             free(repo->paths[p]);
+            free(repo->names[p]);
+        }
         free(repo->paths);
+        free(repo->names);
+        free(repo->stores);
         free(repo);
         return nr_status_new(NR_INTERNAL, "unable to start the model unloading thread");
     }
-    for (size_t p = 0; p < opts->n_paths; p++)
-        if (!is_dir(opts->paths[p])) {
-            nr_status_t *st = nr_status_new(NR_INTERNAL, "failed to stat file %s", opts->paths[p]);
+    for (size_t p = 0; p < opts->n_paths; p++) {
+        nr_status_t *st = NULL;
+        if (nr_objstore_is_url(opts->paths[p])) { /* read through a local mirror */
+            st = nr_objstore_open(opts->paths[p], &repo->stores[p]);
+            if (st == NULL) {
+                free(repo->paths[p]);
+                repo->paths[p] = nr_strdup(nr_objstore_dir(repo->stores[p]));
+            }
+        } else if (!is_dir(opts->paths[p])) {
+            st = nr_status_new(NR_INTERNAL, "failed to stat file %s", opts->paths[p]);
+        }
+        if (st != NULL) {
             nr_repo_destroy(repo);
             return st;
         }
+    }
     mid_t *ids;
     size_t n = list_models(repo, &ids);
     for (size_t i = 0; i + 1 < n; i++)
@@ -1905,9 +1947,14 @@ void nr_repo_destroy(nr_repo_t *repo)
     }
     free(repo->e);
     free(repo->reap);
-    for (size_t p = 0; p < repo->opts.n_paths; p++)
+    for (size_t p = 0; p < repo->opts.n_paths; p++) {
+        nr_objstore_close(repo->stores[p]);
         free(repo->paths[p]);
+        free(repo->names[p]);
+    }
     free(repo->paths);
+    free(repo->names);
+    free(repo->stores);
     pthread_rwlock_destroy(&repo->lock);
     nr_lock_destroy(&repo->control_mu);
     pthread_mutex_destroy(&repo->reap_mu);

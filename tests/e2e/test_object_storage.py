@@ -1,0 +1,244 @@
+"""Model repositories in object storage (issue #40): `--model-repository=s3://host:port/bucket/path`
+against a local S3 server (moto, server mode, with its IAM authentication on, so every request
+nereid signs is checked) and `gs://bucket/path` against a local Cloud Storage emulator
+(gcp-storage-emulator). The models load from the bucket; polling sees a model added, a version
+added and a model deleted while loaded; explicit mode loads a model uploaded after start; a
+missing bucket, wrong credentials and Azure's as:// stop the server with a clear error; the
+credential file (TRITON_CLOUD_CREDENTIAL_PATH) wins over the environment; an object key that
+would climb out of its model directory is skipped.
+
+No test asserts on wall-clock time; deadlines only bound how long a test waits."""
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import boto3
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+import models
+from conftest import free_port, listening, run_cli
+from e2e_util import get, post, wait_for
+
+BIN = Path(sys.executable).parent
+BUCKET = "nereid-models"
+A = np.arange(16, dtype=np.int32).reshape(1, 16)
+B = np.full((1, 16), 3, dtype=np.int32)
+
+
+def start_service(argv, port, log, env=None):
+    proc = subprocess.Popen(argv, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            env=env or os.environ.copy())
+    wait_for(lambda: listening(port) or proc.poll() is not None, 60, f"{argv[0]} listening")
+    assert proc.poll() is None, Path(log).read_text()
+    return proc
+
+
+@pytest.fixture
+def moto(tmp_path):
+    """A moto S3 server that authenticates every request after the three that make its IAM
+    user (so nereid's SigV4 signatures are checked), with a bucket."""
+    port = free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
+    proc = start_service([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port,
+                         tmp_path / "moto.log", env)
+    ep = f"http://127.0.0.1:{port}"
+    iam = boto3.client("iam", endpoint_url=ep, aws_access_key_id="setup",
+                       aws_secret_access_key="setup", region_name="us-east-1")
+    iam.create_user(UserName="nereid")
+    iam.put_user_policy(UserName="nereid", PolicyName="s3", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17",
+         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    key = iam.create_access_key(UserName="nereid")["AccessKey"]
+    s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id=key["AccessKeyId"],
+                      aws_secret_access_key=key["SecretAccessKey"], region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    yield SimpleNamespace(port=port, s3=s3, key_id=key["AccessKeyId"],
+                          secret=key["SecretAccessKey"],
+                          url=f"s3://127.0.0.1:{port}/{BUCKET}/models")
+    proc.terminate()
+    proc.wait(30)
+
+
+@pytest.fixture
+def aws_env(moto, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.secret)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("TRITON_CLOUD_CREDENTIAL_PATH", raising=False)
+    return moto
+
+
+def s3_upload(s3, local_dir, prefix):
+    for f in sorted(Path(local_dir).rglob("*")):
+        if f.is_file():
+            s3.upload_file(str(f), BUCKET, f"{prefix}/{f.relative_to(local_dir)}")
+
+
+def s3_delete(s3, prefix):
+    for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", []):
+        s3.delete_object(Bucket=BUCKET, Key=o["Key"])
+
+
+def index(port):
+    r = post(port, "/v2/repository/index")
+    assert r.status == 200, r
+    return {(e["name"], e.get("version"), e.get("state"), e.get("reason")) for e in r.json()}
+
+
+def infer_simple(client):
+    mod = httpclient if isinstance(client, httpclient.InferenceServerClient) else grpcclient
+    ins = [mod.InferInput("INPUT0", [1, 16], "INT32"), mod.InferInput("INPUT1", [1, 16], "INT32")]
+    ins[0].set_data_from_numpy(A)
+    ins[1].set_data_from_numpy(B)
+    r = client.infer("simple", ins)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), A + B)
+    np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), A - B)
+
+
+def infer_identity(url):
+    c = httpclient.InferenceServerClient(url)
+    x = np.array([[1.5, -2.0, 3.25]], dtype=np.float32)
+    i = httpclient.InferInput("INPUT0", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    np.testing.assert_array_equal(c.infer("identity_fp32", [i]).as_numpy("OUTPUT0"), x)
+
+
+def test_s3_repository_is_polled(server_factory, aws_env, tmp_path):
+    moto = aws_env
+    local = tmp_path / "local"
+    for name in ("simple", "identity_fp32", "identity_bytes"):
+        models.write_model(local, name)
+    s3_upload(moto.s3, local / "simple", "models/simple")
+    s3_upload(moto.s3, local / "identity_fp32", "models/identity_fp32")
+    # a key naming a file outside its model's directory
+    moto.s3.put_object(Bucket=BUCKET, Key="models/simple/../../escape.txt", Body=b"x")
+    srv = server_factory([moto.url], ["--model-control-mode=poll", "--repository-poll-secs=1"])
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+    infer_simple(grpcclient.InferenceServerClient(srv.grpc_url))
+    infer_identity(srv.url)
+    assert "object 'models/simple/../../escape.txt' of " in srv.log
+    assert not list(Path("/tmp").glob("escape.txt"))
+
+    s3_upload(moto.s3, local / "identity_bytes", "models/identity_bytes")  # a new model
+    wait_for(lambda: ("identity_bytes", "1", "READY", None) in index(srv.port), 60,
+             "the uploaded model loaded by a poll")
+    s3_upload(moto.s3, local / "simple" / "1", "models/simple/2")  # a new version
+    wait_for(lambda: ("simple", "2", "READY", None) in index(srv.port), 60,
+             "the uploaded version loaded by a poll")
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+    s3_delete(moto.s3, "models/identity_fp32/")  # deleted while loaded
+    wait_for(lambda: get(srv.port, "/v2/models/identity_fp32/ready").status != 200, 60,
+             "the deleted model unloaded by a poll")
+    assert not [e for e in index(srv.port) if e[0] == "identity_fp32"]  # nor in the index
+    assert "successfully unloaded 'identity_fp32' version 1" in srv.log
+
+
+def test_s3_explicit_load_after_upload(server_factory, aws_env, tmp_path):
+    moto = aws_env
+    local = tmp_path / "local"
+    models.write_model(local, "simple")
+    models.write_model(local, "identity_fp32")
+    s3_upload(moto.s3, local / "simple", "models/simple")
+    srv = server_factory([moto.url], ["--model-control-mode=explicit", "--load-model=simple"])
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+    assert ("identity_fp32", None, None, None) not in index(srv.port)
+    s3_upload(moto.s3, local / "identity_fp32", "models/identity_fp32")
+    assert ("identity_fp32", None, None, None) in index(srv.port)  # the index reads the bucket
+    assert post(srv.port, "/v2/repository/models/identity_fp32/load").status == 200
+    infer_identity(srv.url)
+    r = post(srv.port, "/v2/repository/models/absent/load")
+    assert r.status != 200 and r.json()["error"] == (
+        "failed to load 'absent', failed to poll from model repository"), r.json()
+
+
+def test_s3_errors_stop_the_server(aws_env, tmp_path, monkeypatch):
+    moto = aws_env
+    p = run_cli([f"--model-repository=s3://127.0.0.1:{moto.port}/no-such-bucket/models"])
+    err = p.stderr.decode() + p.stdout.decode()
+    assert p.returncode == 1 and "Unable to create S3 filesystem client. Check account " \
+        "credentials." in err and "NoSuchBucket" in err, err
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    p = run_cli([f"--model-repository={moto.url}"])
+    err = p.stderr.decode() + p.stdout.decode()
+    assert p.returncode == 1 and "SignatureDoesNotMatch" in err, err
+    p = run_cli(["--model-repository=as://account/container/models"])
+    err = p.stderr.decode() + p.stdout.decode()
+    assert p.returncode != 0 and "Azure Storage (as://) is not supported" in err, err
+
+
+def test_s3_credential_file_wins_over_the_environment(server_factory, aws_env, tmp_path,
+                                                       monkeypatch):
+    moto = aws_env
+    local = tmp_path / "local"
+    models.write_model(local, "simple")
+    s3_upload(moto.s3, local / "simple", "models/simple")
+    cred = tmp_path / "cred.json"
+    cred.write_text(json.dumps({"s3": {
+        "": {"key_id": "wrong", "secret_key": "wrong", "region": "us-east-1"},
+        f"s3://127.0.0.1:{moto.port}/{BUCKET}": {"key_id": moto.key_id,
+                                                  "secret_key": moto.secret,
+                                                  "region": "us-east-1"}}}))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    monkeypatch.setenv("TRITON_CLOUD_CREDENTIAL_PATH", str(cred))
+    srv = server_factory([moto.url])
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+
+
+# ------------------------------------------------------------------------------- GCS
+
+@pytest.fixture
+def gcs(tmp_path, monkeypatch):
+    port = free_port()
+    proc = start_service([str(BIN / "gcp-storage-emulator"), "start", "--host", "127.0.0.1",
+                          "--port", str(port), "--in-memory"], port, tmp_path / "gcs.log")
+    ep = f"http://127.0.0.1:{port}"
+    req = urllib.request.Request(f"{ep}/storage/v1/b?project=test", method="POST",
+                                 data=json.dumps({"name": BUCKET}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req).read()
+    monkeypatch.setenv("CLOUD_STORAGE_EMULATOR_ENDPOINT", ep)
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    yield SimpleNamespace(ep=ep, url=f"gs://{BUCKET}/models")
+    proc.terminate()
+    proc.wait(30)
+
+
+def gcs_upload(ep, local_dir, prefix):
+    for f in sorted(Path(local_dir).rglob("*")):
+        if f.is_file():
+            name = urllib.request.quote(f"{prefix}/{f.relative_to(local_dir)}", safe="")
+            req = urllib.request.Request(
+                f"{ep}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name={name}",
+                method="POST", data=f.read_bytes(),
+                headers={"Content-Type": "application/octet-stream"})
+            urllib.request.urlopen(req).read()
+
+
+def test_gcs_repository(server_factory, gcs, tmp_path):
+    local = tmp_path / "local"
+    models.write_model(local, "simple")
+    models.write_model(local, "identity_fp32")
+    gcs_upload(gcs.ep, local / "simple", "models/simple")
+    srv = server_factory([gcs.url], ["--model-control-mode=explicit", "--load-model=*"])
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+    infer_simple(grpcclient.InferenceServerClient(srv.grpc_url))
+    gcs_upload(gcs.ep, local / "identity_fp32", "models/identity_fp32")
+    assert post(srv.port, "/v2/repository/models/identity_fp32/load").status == 200
+    infer_identity(srv.url)
+    gcs_upload(gcs.ep, local / "simple" / "1", "models/simple/2")  # a change, then a reload
+    assert post(srv.port, "/v2/repository/models/simple/load").status == 200
+    assert ("simple", "2", "READY", None) in index(srv.port)
+
+
+def test_gcs_missing_bucket(gcs):
+    p = run_cli(["--model-repository=gs://no-such-bucket/models"])
+    err = p.stderr.decode() + p.stdout.decode()
+    assert p.returncode == 1 and "Unable to create GCS filesystem client" in err and \
+        "HTTP 404" in err, err
