@@ -119,20 +119,14 @@ static nr_status_t *http_get(nr_objstore_t *s, const char *url, nr_buf_t *body, 
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &k);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    if (s->sigv4 != NULL && s->key_id != NULL) { /* S3, signed */
-        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
-        curl_easy_setopt(c, CURLOPT_USERNAME, s->key_id);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, s->secret);
-        /* S3 wants the payload's hash signed: an empty one, for a GET */
-        h = curl_slist_append(h, "x-amz-content-sha256: "
-                                 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        if (s->token != NULL) {
-            char *t = nr_asprintf("x-amz-security-token: %s", s->token);
-            h = curl_slist_append(h, t);
-            free(t);
-        }
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    nr_status_t *st = s->svc->authorize != NULL ? s->svc->authorize(s, c, &h) : NULL;
+    if (st != NULL) {
+        curl_slist_free_all(h);
+        *status = 0;
+        return st;
     }
+    if (h != NULL)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     if (body == NULL)
         k.max = SIZE_MAX;
     CURLcode rc = curl_easy_perform(c);
@@ -295,6 +289,8 @@ void nr_objstore_close(nr_objstore_t *s)
     free(s->token);
     free(s->region);
     free(s->sigv4);
+    free(s->gcs_cred);
+    free(s->bearer);
     free(s);
 }
 

@@ -1,14 +1,18 @@
 /* objstore_gcs.c - gs:// repositories (objstore.h): the Cloud Storage JSON API's listing
- * (objects.list, with a delimiter for the model directories) and media downloads. Requests are
- * anonymous: the emulator (CLOUD_STORAGE_EMULATOR_ENDPOINT, as Google's clients read it, or
- * STORAGE_EMULATOR_HOST) and public buckets; service-account credentials are not read yet. */
+ * (objects.list, with a delimiter for the model directories) and media downloads, with a
+ * bearer token from the credentials Triton's GCS client reads: the file the "gs" section of
+ * TRITON_CLOUD_CREDENTIAL_PATH names for the path, else GOOGLE_APPLICATION_CREDENTIALS (a
+ * service account's key, or an authorized user's refresh token: objstore_gauth.c). Against an
+ * emulator (CLOUD_STORAGE_EMULATOR_ENDPOINT, as Google's clients read it, or
+ * STORAGE_EMULATOR_HOST) GOOGLE_APPLICATION_CREDENTIALS is not used, as Google's clients do
+ * not; without credentials requests are anonymous (a public bucket). */
 #include "objstore_int.h"
 
 #include "../common/alloc.h"
-#include "../common/log.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static nr_status_t *gcs_init(nr_objstore_t *s, const char *rest)
 {
@@ -16,10 +20,10 @@ static nr_status_t *gcs_init(nr_objstore_t *s, const char *rest)
         rest++;
     const char *slash = strchr(rest, '/');
     s->bucket = slash ? nr_strndup(rest, (size_t)(slash - rest)) : nr_strdup(rest);
-    const char *path = slash ? slash + 1 : "";
+    const char *object = slash ? slash + 1 : "";
     nr_buf_t b;
     nr_buf_init(&b);
-    for (const char *p = path; *p; p++) /* no leading, doubled or trailing '/' */
+    for (const char *p = object; *p; p++) /* no leading, doubled or trailing '/' */
         if (*p != '/' || (b.len > 0 && b.data[b.len - 1] != '/'))
             nr_buf_putc(&b, *p);
     while (b.len > 0 && b.data[b.len - 1] == '/')
@@ -40,18 +44,54 @@ static nr_status_t *gcs_init(nr_objstore_t *s, const char *rest)
             s->endpoint[--n] = '\0';
     } else {
         s->endpoint = nr_strdup("https://storage.googleapis.com");
-        const char *cred = getenv("GOOGLE_APPLICATION_CREDENTIALS");
-        nr_buf_t text;
-        nr_buf_init(&text);
-        nr_json_doc_t *doc = NULL;
-        const nr_jv_t *v = NULL;
-        if ((cred != NULL && cred[0]) || nr_os_credential(s, "gs", &text, &doc, &v))
-            NR_LOG_WARN("%s: nereid does not read Google credentials yet; its requests to "
-                           "Cloud Storage are anonymous (a public bucket, or an emulator)",
-                           s->url);
-        nr_json_free(doc);
-        nr_buf_free(&text);
     }
+    /* the credentials: the credential file's for this path, else the environment's */
+    nr_buf_t text;
+    nr_buf_init(&text);
+    nr_json_doc_t *doc = NULL;
+    const nr_jv_t *v = NULL;
+    char *path = NULL; /* the credentials' file */
+    if (nr_os_credential(s, "gs", &text, &doc, &v))
+        path = nr_os_jv_string(v);
+    nr_json_free(doc);
+    nr_buf_free(&text);
+    const char *env = getenv("GOOGLE_APPLICATION_CREDENTIALS");
+    if (path == NULL && env != NULL && env[0] && (emu == NULL || !emu[0]))
+        path = nr_strdup(env);
+    nr_status_t *st = NULL;
+    if (path != NULL && path[0]) {
+        nr_buf_t key;
+        nr_buf_init(&key);
+        if (nr_buf_read_file(&key, path, 1u << 20) != 0) {
+            st = nr_status_new(NR_INTERNAL, "failed to read the Google credentials '%s'", path);
+            nr_buf_free(&key);
+        } else {
+            nr_buf_putc(&key, '\0');
+            s->gcs_cred = nr_buf_steal(&key, NULL);
+        }
+    }
+    free(path);
+    return st;
+}
+
+/* A bearer token for the request, fetched again once it is within a minute of expiring. */
+static nr_status_t *gcs_authorize(nr_objstore_t *s, CURL *c, struct curl_slist **h)
+{
+    if (s->gcs_cred == NULL)
+        return NULL;
+    int64_t now = (int64_t)time(NULL);
+    if (s->bearer == NULL || now >= s->bearer_until) {
+        char *token = NULL;
+        int64_t ttl = 0;
+        nr_status_t *st = nr_os_google_token(s->gcs_cred, strlen(s->gcs_cred), &token, &ttl);
+        if (st != NULL)
+            return st;
+        free(s->bearer);
+        s->bearer = nr_asprintf("Authorization: Bearer %s", token);
+        s->bearer_until = now + (ttl > 120 ? ttl - 60 : ttl / 2);
+        free(token);
+    }
+    *h = curl_slist_append(*h, s->bearer);
     return NULL;
 }
 
@@ -158,4 +198,5 @@ const nr_os_service_t nr_os_gcs = {
     .list_parse = gcs_list_parse,
     .object_url = gcs_object_url,
     .error_text = gcs_error_text,
+    .authorize = gcs_authorize,
 };

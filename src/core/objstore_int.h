@@ -39,6 +39,10 @@ struct nr_objstore_s {
     /* S3: access key, secret, session token (NULL: none), region */
     char *key_id, *secret, *token, *region;
     char *sigv4; /* "aws:amz:<region>:s3" */
+    /* GCS: the credentials' JSON (NULL: anonymous) and the access token they give */
+    char *gcs_cred;
+    char *bearer;        /* "Authorization: Bearer <token>" */
+    int64_t bearer_until; /* CLOCK_REALTIME seconds the token is good until (with margin) */
     pthread_mutex_t mu;
     CURL *curl;
     /* what the local files were downloaded from: path relative to dir -> etag */
@@ -62,6 +66,9 @@ struct nr_os_service_s {
     char *(*object_url)(const nr_objstore_t *s, const char *key);
     /* The error of a failed request from its status and body (the service's code and text). */
     char *(*error_text)(long status, const char *body, size_t len);
+    /* Authenticates a request being set up on c (lock held): options and headers (*h, sent
+     * with the request). NULL when the service's requests are anonymous. */
+    nr_status_t *(*authorize)(nr_objstore_t *s, CURL *c, struct curl_slist **h);
 };
 
 extern const nr_os_service_t nr_os_s3, nr_os_gcs;
@@ -77,5 +84,10 @@ bool nr_os_credential(const nr_objstore_t *s, const char *section, nr_buf_t *tex
                       nr_json_doc_t **doc, const nr_jv_t **val);
 /* A copy of a JSON string value; NULL when v is NULL or not a string. */
 char *nr_os_jv_string(const nr_jv_t *v);
+/* An access token for Cloud Storage (read-only scope) from Google credentials json[0..len)
+ * (a service account's key or an authorized user's refresh token), and for how many seconds
+ * it is good. objstore_gauth.c. */
+NR_MUST_CHECK nr_status_t *nr_os_google_token(const char *json, size_t len, char **token,
+                                              int64_t *ttl);
 
 #endif

@@ -222,6 +222,25 @@ static char *s3_error_text(long status, const char *body, size_t len)
     return t;
 }
 
+/* Signed with AWS Signature Version 4 by libcurl when there are credentials. */
+static nr_status_t *s3_authorize(nr_objstore_t *s, CURL *c, struct curl_slist **h)
+{
+    if (s->key_id == NULL)
+        return NULL; /* anonymous (a public bucket) */
+    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
+    curl_easy_setopt(c, CURLOPT_USERNAME, s->key_id);
+    curl_easy_setopt(c, CURLOPT_PASSWORD, s->secret);
+    /* S3 wants the payload's hash signed: an empty one, for a GET */
+    *h = curl_slist_append(*h, "x-amz-content-sha256: "
+                               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    if (s->token != NULL) {
+        char *t = nr_asprintf("x-amz-security-token: %s", s->token);
+        *h = curl_slist_append(*h, t);
+        free(t);
+    }
+    return NULL;
+}
+
 const nr_os_service_t nr_os_s3 = {
     .scheme = "s3://",
     .name = "S3",
@@ -230,4 +249,5 @@ const nr_os_service_t nr_os_s3 = {
     .list_parse = s3_list_parse,
     .object_url = s3_object_url,
     .error_text = s3_error_text,
+    .authorize = s3_authorize,
 };

@@ -242,3 +242,123 @@ def test_gcs_missing_bucket(gcs):
     err = p.stderr.decode() + p.stdout.decode()
     assert p.returncode == 1 and "Unable to create GCS filesystem client" in err and \
         "HTTP 404" in err, err
+
+
+class GoogleFront:
+    """A token endpoint (RFC 7523: checks the service account's JWT, its RS256 signature with
+    the account's public key, audience, scope and lifetime) and, in front of the emulator, a
+    Cloud Storage endpoint that serves only requests bearing the token it issued."""
+
+    def __init__(self, emulator, public_key):
+        import base64
+        import http.server
+        import threading
+        import time
+        import urllib.parse
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        front = self
+        self.port = free_port()
+        self.token_uri = f"http://127.0.0.1:{self.port}/token"
+        self.tokens = 0
+        self.refused = []
+
+        def b64d(s):
+            return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, status, body, ctype="application/json"):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                form = urllib.parse.parse_qs(
+                    self.rfile.read(int(self.headers["Content-Length"])).decode())
+                try:
+                    assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+                    head, claims, sig = form["assertion"][0].split(".")
+                    public_key.verify(b64d(sig), f"{head}.{claims}".encode(),
+                                      padding.PKCS1v15(), hashes.SHA256())
+                    h, c = json.loads(b64d(head)), json.loads(b64d(claims))
+                    assert h["alg"] == "RS256" and h["kid"] == "key-1"
+                    assert c["iss"] == "nereid@test.iam.gserviceaccount.com"
+                    assert c["aud"] == front.token_uri
+                    assert c["scope"] == "https://www.googleapis.com/auth/devstorage.read_only"
+                    assert c["iat"] <= time.time() + 5 < c["exp"]
+                except Exception as e:  # what Google answers a bad assertion
+                    front.refused.append(repr(e))
+                    return self.reply(400, json.dumps({
+                        "error": "invalid_grant",
+                        "error_description": "Invalid JWT Signature."}).encode())
+                front.tokens += 1
+                self.reply(200, json.dumps({"access_token": f"tok-{front.tokens}",
+                                            "expires_in": 3599,
+                                            "token_type": "Bearer"}).encode())
+
+            def do_GET(self):
+                if self.headers.get("Authorization") != f"Bearer tok-{front.tokens}":
+                    front.refused.append(self.path)
+                    return self.reply(401, json.dumps({"error": {
+                        "code": 401, "message": "Invalid Credentials"}}).encode())
+                try:
+                    with urllib.request.urlopen(emulator + self.path) as r:
+                        self.reply(r.status, r.read(), r.headers["Content-Type"])
+                except urllib.error.HTTPError as e:
+                    self.reply(e.code, e.read())
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def service_account(tmp_path, token_uri, key):
+    from cryptography.hazmat.primitives import serialization
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    path = tmp_path / f"sa-{id(key)}.json"
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": "test", "private_key_id": "key-1",
+        "private_key": pem, "client_email": "nereid@test.iam.gserviceaccount.com",
+        "token_uri": token_uri}))
+    return path
+
+
+def test_gcs_service_account(server_factory, gcs, tmp_path, monkeypatch):
+    """A service account's key (named for the path by TRITON_CLOUD_CREDENTIAL_PATH's "gs"
+    section): nereid signs a JWT, exchanges it for a token and sends the token with every
+    request; a key the token endpoint does not accept stops the server with its answer."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    front = GoogleFront(gcs.ep, key.public_key())
+    try:
+        local = tmp_path / "local"
+        models.write_model(local, "simple")
+        gcs_upload(gcs.ep, local / "simple", "models/simple")
+        monkeypatch.setenv("CLOUD_STORAGE_EMULATOR_ENDPOINT", f"http://127.0.0.1:{front.port}")
+        cred = tmp_path / "cred.json"
+        sa = service_account(tmp_path, front.token_uri, key)
+        cred.write_text(json.dumps({"gs": {f"gs://{BUCKET}": str(sa)}}))
+        monkeypatch.setenv("TRITON_CLOUD_CREDENTIAL_PATH", str(cred))
+        srv = server_factory([gcs.url])
+        infer_simple(httpclient.InferenceServerClient(srv.url))
+        assert front.tokens == 1 and front.refused == [], front.refused
+
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        cred.write_text(json.dumps({"gs": {"": str(service_account(tmp_path, front.token_uri,
+                                                                    other))}}))
+        p = run_cli([f"--model-repository={gcs.url}"])
+        err = p.stderr.decode() + p.stdout.decode()
+        assert p.returncode == 1 and "failed to get a Google access token from " \
+            f"{front.token_uri}: HTTP 400: Invalid JWT Signature." in err, err
+    finally:
+        front.close()
