@@ -235,9 +235,12 @@ static int cmp_mid(const void *a, const void *b)
 }
 
 /* The model directories under every repository path, sorted by name, then namespace
- * (without namespacing a name in two paths is listed twice, alike). */
-static size_t list_models(const nr_repo_t *repo, mid_t **out)
+ * (without namespacing a name in two paths is listed twice, alike). *complete (when not NULL):
+ * false when a bucket could not be listed (its models are missing from the list). */
+static size_t list_models(const nr_repo_t *repo, mid_t **out, bool *complete)
 {
+    if (complete != NULL)
+        *complete = true;
     mid_t *ids = NULL;
     size_t n = 0;
     for (size_t p = 0; p < repo->opts.n_paths; p++) {
@@ -250,6 +253,8 @@ static size_t list_models(const nr_repo_t *repo, mid_t **out)
                 NR_LOG_ERROR("failed to poll model repository '%s': %s", repo->names[p],
                              st->msg);
                 nr_status_free(st);
+                if (complete != NULL)
+                    *complete = false;
             }
             for (size_t i = 0; i < k; i++) {
                 ids = nr_grow(ids, n, sizeof(mid_t));
@@ -288,15 +293,18 @@ static void free_mids(mid_t *ids, size_t n)
 
 
 /* The directory of model `name` in repository p, or NULL when it has none. An object
- * store's model is brought up to date first (objstore.h), so what loads is the bucket's now. */
+ * store's model is brought up to date first (objstore.h), so what loads is the bucket's now;
+ * NULL too when that fails. */
 static char *dir_in(const nr_repo_t *repo, size_t p, const char *name)
 {
     if (repo->stores[p] != NULL) {
         nr_status_t *st = nr_objstore_sync(repo->stores[p], name);
-        if (st != NULL) {
+        if (st != NULL) { /* a partial copy is not loaded: the load fails as a poll that
+                           * could not finish, and what serves keeps serving */
             NR_LOG_ERROR("failed to poll model '%s' from '%s': %s", name, repo->names[p],
                          st->msg);
             nr_status_free(st);
+            return NULL;
         }
     }
     char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
@@ -1723,7 +1731,8 @@ static void unload_named(nr_repo_t *repo, const char *name, size_t len, bool dep
 static void poll_once(nr_repo_t *repo)
 {
     mid_t *ids;
-    size_t n = list_models(repo, &ids);
+    bool complete;
+    size_t n = list_models(repo, &ids, &complete);
     for (size_t i = 0; i < n; i++) {
         if (i + 1 < n && !cmp_mid(&ids[i], &ids[i + 1])) { /* in two repositories */
             NR_LOG_ERROR("failed to poll model '%s': not unique across all model repositories",
@@ -1735,7 +1744,12 @@ static void poll_once(nr_repo_t *repo)
         }
         nr_status_free(load_model(repo, ids[i].ns, ids[i].name, NULL, true));
     }
-    /* models whose directory went: unloaded */
+    /* models whose directory went: unloaded (not when a bucket could not be listed: its
+     * models are not gone, the listing is; they stay until a poll sees the bucket again) */
+    if (!complete) {
+        free_mids(ids, n);
+        return;
+    }
     pthread_rwlock_rdlock(&repo->lock);
     size_t ne = repo->n;
     entry_t **gone = nr_calloc(ne + 1, sizeof(entry_t *));
@@ -1862,7 +1876,7 @@ nr_status_t *nr_repo_create(const nr_repo_options_t *opts, nr_repo_t **out)
         }
     }
     mid_t *ids;
-    size_t n = list_models(repo, &ids);
+    size_t n = list_models(repo, &ids, NULL);
     for (size_t i = 0; i + 1 < n; i++)
         if (!cmp_mid(&ids[i], &ids[i + 1])) {
             char *dup;
@@ -2092,7 +2106,7 @@ size_t nr_repo_visit(nr_repo_t *repo, const char *name, size_t len, nr_repo_visi
 void nr_repo_index(nr_repo_t *repo, bool ready_only, nr_repo_visit_fn fn, void *arg)
 {
     mid_t *ids;
-    size_t n = list_models(repo, &ids);
+    size_t n = list_models(repo, &ids, NULL);
     pthread_rwlock_rdlock(&repo->lock);
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && !cmp_mid(&ids[i], &ids[i - 1]))

@@ -60,9 +60,10 @@ def moto(tmp_path):
                       aws_secret_access_key=key["SecretAccessKey"], region_name="us-east-1")
     s3.create_bucket(Bucket=BUCKET)
     yield SimpleNamespace(port=port, s3=s3, key_id=key["AccessKeyId"],
-                          secret=key["SecretAccessKey"],
+                          secret=key["SecretAccessKey"], proc=proc,
                           url=f"s3://127.0.0.1:{port}/{BUCKET}/models")
-    proc.terminate()
+    if proc.poll() is None:
+        proc.terminate()
     proc.wait(30)
 
 
@@ -138,6 +139,15 @@ def test_s3_repository_is_polled(server_factory, aws_env, tmp_path):
              "the deleted model unloaded by a poll")
     assert not [e for e in index(srv.port) if e[0] == "identity_fp32"]  # nor in the index
     assert "successfully unloaded 'identity_fp32' version 1" in srv.log
+
+    # the bucket unreachable: the polls fail, and what serves keeps serving
+    moto.proc.terminate()
+    moto.proc.wait(30)
+    wait_for(lambda: "failed to poll model repository" in srv.log, 60, "a failed poll")
+    wait_for(lambda: srv.log.count("failed to poll model repository") >= 2, 60,
+             "a second failed poll")
+    infer_simple(httpclient.InferenceServerClient(srv.url))
+    assert get(srv.port, "/v2/models/identity_bytes/ready").status == 200
 
 
 def test_s3_explicit_load_after_upload(server_factory, aws_env, tmp_path):
