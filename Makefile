@@ -7,6 +7,7 @@
 #   make asan    ASan+UBSan build in build/asan: unit tests and the end-to-end suite
 #   make tsan    TSan build in build/tsan: the end-to-end tests that load the server concurrently
 #   make fuzz    libFuzzer targets (linked from build/asan's objects), each for FUZZ_SECONDS
+#   make image   the runtime container image, with buildah (deploy/container/Containerfile)
 # ORT_HOME may point at an official ONNX Runtime release layout (include/, lib/).
 
 ORT_HOME ?= $(CURDIR)/.deps/ort
@@ -52,7 +53,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_TARGETS := config config_json infer_json infer_binary http grpc
 REPLAY_BIN   := $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 
-.PHONY: all setup gpu-backend models run test unit e2e bench clean install asan asan-unit asan-e2e tsan fuzz \
+.PHONY: all setup gpu-backend models run test unit e2e bench clean install image asan asan-unit asan-e2e tsan fuzz \
         fuzz-build ci-sanitize check-layers check e2e-fast e2e-timed unit-build san-build asan-build \
         tsan-build
 all: $(BUILD)/bin/nereid $(BUILD)/bin/nereid-perf $(BUILD)/bin/nereid-analyzer \
@@ -187,11 +188,12 @@ unit: $(UNIT_BIN) $(REPLAY_BIN) models
 	echo "unit: $$pass passed, $$fail failed"; test $$fail -eq 0
 
 # The e2e tiers. The timing-bound files measure over wall-clock windows with nereid-perf,
-# perf_analyzer, nereid-analyzer and Model Analyzer: they run alone, once, without sanitizers
-# (e2e-timed). Every other file runs in parallel (pytest-xdist, E2E_JOBS workers; each server
-# binds its own free port): e2e-fast, also under ASan and, the concurrent-load ones, TSan.
+# perf_analyzer, nereid-analyzer and Model Analyzer; test_image.py builds the container image
+# (minutes of I/O). They run alone, once, without sanitizers (e2e-timed). Every other file runs
+# in parallel (pytest-xdist, E2E_JOBS workers; each server binds its own free port): e2e-fast,
+# also under ASan and, the concurrent-load ones, TSan.
 E2E_TIMED := tests/e2e/test_perf.py tests/e2e/test_perf_analyzer.py tests/e2e/test_analyzer.py \
-             tests/e2e/test_model_analyzer.py
+             tests/e2e/test_model_analyzer.py tests/e2e/test_image.py
 E2E_FAST  := $(filter-out $(E2E_TIMED),$(sort $(wildcard tests/e2e/test_*.py)))
 E2E_JOBS  ?= 3
 E2E_ARGS  ?=
@@ -374,6 +376,11 @@ install: all
 	cp -a $(ORT_HOME)/lib/. $(DESTDIR)$(PREFIX)/lib/nereid/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*NR_VERSION "\(.*\)".*/\1/p' src/common/version.h)|g' \
 	    scripts/nereid.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nereid.pc
+
+# The runtime image (deploy/container/Containerfile) with buildah; scripts/image.sh says how the
+# base is chosen. IMAGE=name:tag names it.
+image: all
+	BUILD=$(BUILD) scripts/image.sh
 
 clean:
 	rm -rf $(BUILD)
