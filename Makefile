@@ -189,11 +189,11 @@ unit: $(UNIT_BIN) $(REPLAY_BIN) models
 
 # The e2e tiers. The timing-bound files measure over wall-clock windows with nereid-perf,
 # perf_analyzer, nereid-analyzer and Model Analyzer; test_image.py builds the container image
-# (minutes of I/O). They run alone, once, without sanitizers (e2e-timed). Every other file runs
+# (minutes of I/O); test_replicas.py loads three replicas behind HAProxy. They run alone, once, without sanitizers (e2e-timed). Every other file runs
 # in parallel (pytest-xdist, E2E_JOBS workers; each server binds its own free port): e2e-fast,
 # also under ASan and, the concurrent-load ones, TSan.
 E2E_TIMED := tests/e2e/test_perf.py tests/e2e/test_perf_analyzer.py tests/e2e/test_analyzer.py \
-             tests/e2e/test_model_analyzer.py tests/e2e/test_image.py
+             tests/e2e/test_model_analyzer.py tests/e2e/test_image.py tests/e2e/test_replicas.py
 E2E_FAST  := $(filter-out $(E2E_TIMED),$(sort $(wildcard tests/e2e/test_*.py)))
 E2E_JOBS  ?= 3
 E2E_ARGS  ?=

@@ -25,6 +25,7 @@ APT_PKGS=(build-essential pkg-config libmicrohttpd-dev zlib1g-dev libnuma-dev li
                                # s3:// and gs:// model repositories (AWS SigV4 built in)
           libxml2-dev # S3's XML listings
           buildah mmdebstrap # make image (chroot isolation, no daemon; a Debian base without a registry)
+          haproxy # deploy/haproxy: replicas behind a load balancer (tests/e2e/test_replicas.py)
           wrk nginx-light clang libclang-rt-14-dev valgrind curl ca-certificates
           chromium # chromium: the analyzer report's test renders it headless
           python3 python3-numpy) # the Python backend's default interpreter (model.py files)

@@ -275,11 +275,18 @@ void nr_boot_quiesce(nr_boot_t *b)
     quiesce_frontends(b->fe);
 }
 
+/* Readiness turns "not ready" at once; the frontends keep accepting and serving (HTTP closes
+ * each connection after its answer) until nothing is in flight and nothing arrived for
+ * --drain-quiet-ms, so that a load balancer has stopped sending before the listeners close;
+ * then they quiesce (stop listening). */
 bool nr_boot_drain(nr_boot_t *b)
 {
-    nr_boot_quiesce(b);
+    nr_server_quiesce(b->core);
     b->drained = true;
-    return nr_server_drain(b->core, b->o->exit_timeout_secs) == 0;
+    bool drained =
+        nr_server_drain(b->core, b->o->exit_timeout_secs, (uint64_t)b->o->drain_quiet_ms) == 0;
+    quiesce_frontends(b->fe);
+    return drained;
 }
 
 void nr_boot_stop(nr_boot_t *b)

@@ -733,6 +733,10 @@ static const nr_cli_opt_t flag_table[] = {
          "Ready only when every model is ready (default true)"),
     INT("exit-timeout-secs", exit_timeout_secs, 0, 1 << 30, "=<int>",
         "Seconds to wait for in-flight requests at exit\n(default 30)"),
+    INT("drain-quiet-ms", drain_quiet_ms, 0, 600000, "=<ms>",
+        "After SIGTERM, serving goes on until no inference\n"
+        "request arrived for this long (default 1000), so a\n"
+        "load balancer stops sending before the listeners close"),
     FN("model-control-mode", set_control_mode, "=none|poll|explicit",
        "none: load every model at start, fixed after;\n"
        "poll: follow the repository's changes; explicit:\n"
@@ -870,6 +874,7 @@ void nr_opts_init(nr_opts_t *o)
         .allow_grpc = true,
         .inline_execution = true,
         .exit_timeout_secs = 30,
+        .drain_quiet_ms = 1000,
         .id = "triton",
         .control_mode = "none",
         .poll_secs = 15,

@@ -43,6 +43,7 @@ typedef struct {
     bool allow_metrics, allow_gpu_metrics;
     nr_metrics_options_t metrics;
     int exit_timeout_secs;
+    int drain_quiet_ms;       /* --drain-quiet-ms */
     const char *id;
     const char *model_config_name;
     const char *control_mode;

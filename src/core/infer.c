@@ -188,6 +188,8 @@ nr_status_t *nr_infer_submit(nr_infer_t *inf, nr_req_done_fn done, void *arg)
 {
     inf->req->done = done;
     inf->req->done_arg = arg;
+    if (inf->srv != NULL)
+        nr_server_touch(inf->srv);
     if (nr_trace_armed() && inf->req->trace == NULL) {
         nr_trace_t *t = nr_trace_sample(inf->model->name,
                                          inf->traceparent[0] ? inf->traceparent : NULL);

@@ -14,6 +14,7 @@ struct nr_server_s {
     nr_repo_t *repo;
     nr_shm_t *shm;
     _Atomic bool quiesced;
+    _Atomic uint64_t last_request_ns; /* after quiesce: the last inference request's arrival */
 };
 
 /* Triton 2.51 lists: classification, sequence, model_repository,
@@ -49,6 +50,7 @@ nr_server_t *nr_server_new(const nr_server_options_t *o, nr_repo_t *repo)
     s->repo = repo;
     s->shm = nr_shm_new();
     atomic_init(&s->quiesced, false);
+    atomic_init(&s->last_request_ns, 0);
     return s;
 }
 
@@ -96,17 +98,30 @@ bool nr_server_ready(const nr_server_t *s)
 
 void nr_server_quiesce(nr_server_t *s)
 {
+    atomic_store(&s->last_request_ns, nr_now_ns());
     atomic_store(&s->quiesced, true);
 }
 
-uint64_t nr_server_drain(nr_server_t *s, int timeout_secs)
+bool nr_server_quiesced(const nr_server_t *s)
+{
+    return atomic_load_explicit(&s->quiesced, memory_order_relaxed);
+}
+
+void nr_server_touch(nr_server_t *s)
+{
+    if (atomic_load_explicit(&s->quiesced, memory_order_relaxed)) /* (a request pays this) */
+        atomic_store_explicit(&s->last_request_ns, nr_now_ns(), memory_order_relaxed);
+}
+
+uint64_t nr_server_drain(nr_server_t *s, int timeout_secs, uint64_t quiet_ms)
 {
     for (int waited_ms = 0;; waited_ms += 10) {
         uint64_t n = nr_repo_inflight(s->repo);
         if (waited_ms % 1000 == 0)
             NR_LOG_INFO("Timeout %d: Found %llu in-flight inference requests",
                         timeout_secs - waited_ms / 1000, (unsigned long long)n);
-        if (n == 0 || waited_ms >= timeout_secs * 1000)
+        uint64_t quiet_ns = nr_now_ns() - atomic_load(&s->last_request_ns);
+        if ((n == 0 && quiet_ns >= quiet_ms * 1000000) || waited_ms >= timeout_secs * 1000)
             return n;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);

@@ -41,12 +41,19 @@ size_t nr_server_extensions(const char *const **out);
  * strict readiness, only when every model is ready. */
 bool nr_server_live(const nr_server_t *s);
 bool nr_server_ready(const nr_server_t *s);
-/* From now on readiness answers "not ready" (shutdown has begun). */
+/* From now on readiness answers "not ready" (shutdown has begun); the frontends keep serving
+ * (a load balancer that has not yet seen the answer still sends requests) and close each
+ * HTTP connection after its next answer. */
 void nr_server_quiesce(nr_server_t *s);
-/* Waits for queued and executing requests to finish, at most timeout_secs,
- * logging Triton's "Timeout N: Found M in-flight inference requests". Returns how many are
- * still in flight (0: drained). */
-uint64_t nr_server_drain(nr_server_t *s, int timeout_secs);
+bool nr_server_quiesced(const nr_server_t *s);
+/* An inference request arrived (nr_infer_submit): after quiesce it postpones the drain's end. */
+void nr_server_touch(nr_server_t *s);
+/* Waits until no request is queued or executing and none arrived for quiet_ms (--drain-quiet-ms,
+ * 1000 by default: a load balancer checking readiness every second or faster has stopped
+ * sending by then; an idle server exits that long after the signal, as Triton's shutdown
+ * takes about a second), at most timeout_secs, logging Triton's "Timeout N: Found M in-flight
+ * inference requests". Returns how many are still in flight (0: drained). */
+uint64_t nr_server_drain(nr_server_t *s, int timeout_secs, uint64_t quiet_ms);
 
 /* Every serving model version, and each loaded later, records its requests
  * for latency summaries (a ring of cap observations). */

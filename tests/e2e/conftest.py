@@ -138,6 +138,9 @@ class NereidServer:
         self.argv = [str(self.binary)]
         self.argv += [f"--model-repository={r}" for r in self._repos]
         self.argv += [f"--http-port={self.port}", f"--http-address={self.host}"]
+        # no load balancer sends to a test's server after SIGTERM: it exits once idle instead
+        # of serving on for a second (a test that wants the drain gives its own value later)
+        self.argv += ["--drain-quiet-ms=0"]
         self.grpc_port = self.metrics_port = None
         if self._extra_ports:
             for flag in side_port_flags():

@@ -71,7 +71,9 @@ def test_overlay_renders_and_validates(overlay):
     assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
     exit_timeout = next(int(a.split("=", 1)[1]) for a in c["args"]
                         if a.startswith("--exit-timeout-secs="))
-    assert pod["spec"]["terminationGracePeriodSeconds"] > exit_timeout
+    quiet_ms = next((int(a.split("=", 1)[1]) for a in c["args"]
+                     if a.startswith("--drain-quiet-ms=")), 1000)
+    assert pod["spec"]["terminationGracePeriodSeconds"] > exit_timeout + quiet_ms / 1000
     assert any(a.startswith("--model-repository=") for a in c["args"])
 
     sm = kinds["ServiceMonitor"]

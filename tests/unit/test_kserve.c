@@ -163,7 +163,7 @@ NR_TEST(server_readiness_and_empty_repository)
                   "failed to register CUDA shared memory region: 'g', GPUs not supported");
     EXPECT_STATUS(nr_kserve_cuda_status("g", 1), NR_NOT_FOUND,
                   "Unable to find cuda shared memory region: 'g'");
-    nr_server_drain(s, 1); /* nothing in flight: returns at once */
+    nr_server_drain(s, 1, 0); /* nothing in flight: returns at once */
     nr_server_quiesce(s);
     EXPECT_FALSE(nr_server_ready(s));
     EXPECT_TRUE(nr_server_live(s));

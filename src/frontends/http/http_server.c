@@ -392,7 +392,7 @@ static struct MHD_Response *iov_response(nr_http_resp_t *r)
     return mr;
 }
 
-static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
+static enum MHD_Result send_resp(nr_http_server_t *s, struct MHD_Connection *c, nr_http_resp_t *r)
 {
     struct MHD_Response *mr;
     if (r->iov != NULL && r->n_iov > 1)
@@ -423,17 +423,23 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, nr_http_resp_t *r)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, r->content_encoding);
     if (r->accept_encoding_hint)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip, deflate");
+    /* Shutting down (nr_server_quiesce): each connection closes after its answer, so that a
+     * load balancer opens its next one to a replica that stays instead of reusing this one
+     * as it closes (docs/architecture.md, "Shutdown"). */
+    if (nr_server_quiesced(s->core))
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     return ret;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
+static enum MHD_Result send_error(nr_http_server_t *s, struct MHD_Connection *c, int status,
+                                  const char *msg)
 {
     nr_http_resp_t r;
     nr_http_resp_init(&r);
     nr_http_error_msg(&r, status, msg);
-    return send_resp(c, &r);
+    return send_resp(s, c, &r);
 }
 
 /* A body refused while it arrives (too large, or no memory for it) is
@@ -465,7 +471,7 @@ static enum MHD_Result send_refusal(nr_http_server_t *s, struct MHD_Connection *
                  "bytes (--http-max-input-size)",
                  (unsigned long long)rq->refused, (unsigned long long)s->opts.max_input_size);
     rq->responded = true;
-    return send_error(c, rq->refused_status, msg);
+    return send_error(s, c, rq->refused_status, msg);
 }
 
 /* Counts n more body bytes against --http-body-memory-limit; false (nothing
@@ -722,7 +728,7 @@ static enum MHD_Result finish(nr_http_server_t *s, struct MHD_Connection *c, con
         fn(r->finish_arg, r);
         r->may_defer = false;
         if (r->finish == NULL)
-            return send_resp(c, r);
+            return send_resp(s, c, r);
         if (atomic_load(&rq->state) != ST_DONE) {
             park(s, c, rq);
             return MHD_YES;
@@ -752,7 +758,7 @@ static enum MHD_Result dispatch(nr_http_server_t *s, struct MHD_Connection *c, c
     if (rq->mem == NULL)
         rq->len = rq->cap = 0;
     if (r->finish == NULL)
-        return send_resp(c, r);
+        return send_resp(s, c, r);
     if (atomic_load(&rq->state) != ST_DONE) {
         park(s, c, rq);
         return MHD_YES;
@@ -897,6 +903,13 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
                             ? (unsigned)INT32_MAX
                             : (unsigned)s->opts.max_connections + 64u * (unsigned)s->opts.thread_count;
     nr_http_bulk_start(&s->bulk); /* before a worker can post to it */
+    /* --reuse-http-port: SO_REUSEPORT, so servers started with it share the port. Only then:
+     * MHD reads the option given as 0 as "disallow reuse" and then leaves out the SO_REUSEADDR
+     * it sets by default, so a server restarted on its port while connections it closed are
+     * in TIME_WAIT (a rolling restart behind a load balancer) failed with "already in use". */
+    struct MHD_OptionItem reuse[] = {
+        {s->opts.reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
+        {MHD_OPTION_END, 0, NULL}};
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, nr_mhd_log, (void *)"HTTP",
@@ -908,8 +921,7 @@ nr_status_t *nr_http_start(const nr_http_options_t *opts, nr_server_t *core,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)(16 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        /* --reuse-http-port: SO_REUSEPORT, so servers started with it share the port */
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)(s->opts.reuse_port ? 1 : 0),
+        MHD_OPTION_ARRAY, reuse,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->opts.idle_timeout_secs, MHD_OPTION_END);
     nr_status_t *st = nr_mhd_started(s->daemon, s->opts.address, opts->port, &s->port);
     if (st != NULL) {
