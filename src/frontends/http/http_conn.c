@@ -12,11 +12,12 @@
  * partial header): such a connection would hold its fd and its slot until
  * the idle timeout, so a client could fill every slot at no cost to itself.
  * Once a second the sweeper peeks at each listed connection that has no
- * request being answered; one whose peer has closed, on two sweeps in a row, is shut
- * down, which wakes libmicrohttpd, which then closes it. Two, because a client may send a
- * whole request and half-close at once: libmicrohttpd has then read every byte (the peek
- * sees the end) before its handler marks the request as being answered, and a slow
- * moment there (seen under TSan) must not cost that client its answer. A connection stays listed (and
+ * request being answered; one whose peer has closed, on GONE_SWEEPS sweeps in a row, is
+ * shut down, which wakes libmicrohttpd, which then closes it. Several, because a client may
+ * send a whole request and half-close at once: libmicrohttpd has then read every byte (the
+ * peek sees the end) before its handler marks the request as being answered, and a slow
+ * moment there must not cost that client its answer (two sweeps, 1-2 s, were not enough
+ * once under TSan on a machine loaded by other servers: the client got no answer). A connection stays listed (and
  * its fd open) until libmicrohttpd's CLOSED notification, which takes the
  * list's lock, so the sweeper never touches an fd that was closed and
  * reused. Its cost: one recv(MSG_PEEK) per idle connection per second.
@@ -39,6 +40,10 @@ struct nr_http_conn_s {
     atomic_bool busy; /* a request is being answered */
     unsigned gone;    /* sweeps in a row that found the peer closed and nothing answered */
 };
+
+/* Sweeps in a row (a second apart) that must find a peer gone before its connection is shut:
+ * an abandoned connection holds its fd 3-4 s at most. */
+#define GONE_SWEEPS 4
 
 #define REFUSAL_BODY "{\"error\":\"the server has too many open connections; try again later\"}"
 static const char refusal[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -147,7 +152,7 @@ static void sweep(nr_http_conns_t *cs)
         char b;
         if (recv(e->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0) {
             e->gone = 0;
-        } else if (++e->gone >= 2) { /* twice, a second apart: see above */
+        } else if (++e->gone >= GONE_SWEEPS) { /* a second apart: see above */
             shutdown(e->fd, SHUT_RDWR);
             closed++;
         }
