@@ -269,12 +269,6 @@ nr_server_t *nr_boot_core(nr_boot_t *b)
     return b->core;
 }
 
-void nr_boot_quiesce(nr_boot_t *b)
-{
-    nr_server_quiesce(b->core); /* readiness answers "not ready" from here */
-    quiesce_frontends(b->fe);
-}
-
 /* Readiness turns "not ready" at once; the frontends keep accepting and serving (HTTP closes
  * each connection after its answer) until nothing is in flight and nothing arrived for
  * --drain-quiet-ms, so that a load balancer has stopped sending before the listeners close;

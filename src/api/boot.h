@@ -21,11 +21,10 @@ typedef struct nr_boot_s nr_boot_t;
 NR_MUST_CHECK nr_status_t *nr_boot_start(nr_opts_t *o, bool *frontend_failed, nr_boot_t **out);
 /* The core the frontends serve (readiness, repository, statistics). */
 nr_server_t *nr_boot_core(nr_boot_t *b);
-/* Not ready from here, no new connection or call; requests in flight go on. */
-void nr_boot_quiesce(nr_boot_t *b);
-/* Quiesces and waits up to --exit-timeout-secs for requests in flight; false when some are
- * still in flight then (a process exits at once, as Triton's does: stopping would wait for
- * them). */
+/* Not ready from here; serving goes on until nothing is in flight and no inference request
+ * arrived for --drain-quiet-ms, at most --exit-timeout-secs; then no new connection or call.
+ * False when requests are still in flight then (a process exits at once, as Triton's does:
+ * stopping would wait for them). */
 bool nr_boot_drain(nr_boot_t *b);
 /* Drains (unless nr_boot_drain did), stops the frontends and frees the server (its
  * repository's models unloaded): it waits for every request in flight. */

@@ -3,32 +3,31 @@
 
 #include "alloc.h"
 
-#include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
 
 void nr_remove_tree(const char *path)
 {
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
+    /* depth first (contents before their directory), links not followed */
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *nr_make_tmpdir(const char *prefix)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *dir = nr_asprintf("%s/%sXXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp", prefix);
+    if (mkdtemp(dir) == NULL) {
+        free(dir);
+        return NULL;
     }
-    DIR *d = opendir(path);
-    struct dirent *de;
-    while (d != NULL && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *sub = nr_asprintf("%s/%s", path, de->d_name);
-        nr_remove_tree(sub);
-        free(sub);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(path);
+    return dir;
 }

@@ -7,4 +7,8 @@
  * removed stays. */
 void nr_remove_tree(const char *path);
 
+/* A new directory of the process's own under $TMPDIR (else /tmp), named <prefix>XXXXXX
+ * (mkdtemp); NULL with errno set when it cannot be made. To free. */
+char *nr_make_tmpdir(const char *prefix);
+
 #endif

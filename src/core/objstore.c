@@ -72,6 +72,31 @@ bool nr_os_credential(const nr_objstore_t *s, const char *section, nr_buf_t *tex
     return *val != NULL;
 }
 
+char *nr_os_clean_path(const char *p)
+{
+    while (*p == '/')
+        p++;
+    nr_buf_t b;
+    nr_buf_init(&b);
+    for (; *p; p++)
+        if (*p != '/' || (b.len > 0 && b.data[b.len - 1] != '/'))
+            nr_buf_putc(&b, *p);
+    while (b.len > 0 && b.data[b.len - 1] == '/')
+        b.len--;
+    nr_buf_putc(&b, '\0');
+    return nr_buf_steal(&b, NULL);
+}
+
+nr_status_t *nr_os_locate(nr_objstore_t *s, const char *path)
+{
+    const char *slash = strchr(path, '/');
+    s->bucket = slash ? nr_strndup(path, (size_t)(slash - path)) : nr_strdup(path);
+    s->base = slash ? nr_asprintf("%s/", slash + 1) : nr_strdup("");
+    if (s->bucket[0] == '\0')
+        return nr_status_new(NR_INTERNAL, "No bucket name found in path: %s", s->url);
+    return NULL;
+}
+
 char *nr_os_jv_string(const nr_jv_t *v)
 {
     return v != NULL && v->type == NR_JV_STRING ? nr_strndup(v->u.str, v->n) : NULL;
@@ -243,17 +268,9 @@ nr_status_t *nr_objstore_open(const char *url, nr_objstore_t **out)
             st = w;
         }
     }
-    if (st == NULL) {
-        const char *tmp = getenv("TMPDIR");
-        char *tmpl = nr_asprintf("%s/nereid-repo-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-        if (mkdtemp(tmpl) == NULL) {
-            st = nr_status_new(NR_INTERNAL, "failed to make a local directory for '%s': %s", url,
-                               strerror(errno));
-            free(tmpl);
-        } else {
-            s->dir = tmpl;
-        }
-    }
+    if (st == NULL && (s->dir = nr_make_tmpdir("nereid-repo-")) == NULL)
+        st = nr_status_new(NR_INTERNAL, "failed to make a local directory for '%s': %s", url,
+                           strerror(errno));
     if (st != NULL) {
         nr_objstore_close(s);
         return st;

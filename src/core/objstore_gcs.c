@@ -16,24 +16,11 @@
 
 static nr_status_t *gcs_init(nr_objstore_t *s, const char *rest)
 {
-    while (*rest == '/')
-        rest++;
-    const char *slash = strchr(rest, '/');
-    s->bucket = slash ? nr_strndup(rest, (size_t)(slash - rest)) : nr_strdup(rest);
-    const char *object = slash ? slash + 1 : "";
-    nr_buf_t b;
-    nr_buf_init(&b);
-    for (const char *p = object; *p; p++) /* no leading, doubled or trailing '/' */
-        if (*p != '/' || (b.len > 0 && b.data[b.len - 1] != '/'))
-            nr_buf_putc(&b, *p);
-    while (b.len > 0 && b.data[b.len - 1] == '/')
-        b.len--;
-    if (b.len > 0)
-        nr_buf_putc(&b, '/');
-    nr_buf_putc(&b, '\0');
-    s->base = nr_buf_steal(&b, NULL);
-    if (s->bucket[0] == '\0')
-        return nr_status_new(NR_INTERNAL, "No bucket name found in path: %s", s->url);
+    char *loc = nr_os_clean_path(rest);
+    nr_status_t *st = nr_os_locate(s, loc);
+    free(loc);
+    if (st != NULL)
+        return st;
     const char *emu = getenv("CLOUD_STORAGE_EMULATOR_ENDPOINT");
     if (emu == NULL || !emu[0])
         emu = getenv("STORAGE_EMULATOR_HOST");
@@ -58,7 +45,6 @@ static nr_status_t *gcs_init(nr_objstore_t *s, const char *rest)
     const char *env = getenv("GOOGLE_APPLICATION_CREDENTIALS");
     if (path == NULL && env != NULL && env[0] && (emu == NULL || !emu[0]))
         path = nr_strdup(env);
-    nr_status_t *st = NULL;
     if (path != NULL && path[0]) {
         nr_buf_t key;
         nr_buf_init(&key);

@@ -82,6 +82,11 @@ char *nr_os_escape(const char *s, bool keep_slash);
  * for the caller to free (nr_buf_free, nr_json_free) once it has copied what it needs. */
 bool nr_os_credential(const nr_objstore_t *s, const char *section, nr_buf_t *text,
                       nr_json_doc_t **doc, const nr_jv_t **val);
+/* Triton's CleanPath: p without leading or trailing '/' and none doubled (to free). */
+char *nr_os_clean_path(const char *p);
+/* s->bucket and s->base from a clean "bucket[/object path]"; INTERNAL "No bucket name found
+ * in path: <url>" when the bucket is empty. */
+NR_MUST_CHECK nr_status_t *nr_os_locate(nr_objstore_t *s, const char *path);
 /* A copy of a JSON string value; NULL when v is NULL or not a string. */
 char *nr_os_jv_string(const nr_jv_t *v);
 /* An access token for Cloud Storage (read-only scope) from Google credentials json[0..len)

@@ -10,22 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Triton's CleanPath: no leading or trailing '/', none doubled. */
-static char *clean(const char *p)
-{
-    while (*p == '/')
-        p++;
-    nr_buf_t b;
-    nr_buf_init(&b);
-    for (; *p; p++)
-        if (*p != '/' || (b.len > 0 && b.data[b.len - 1] != '/'))
-            nr_buf_putc(&b, *p);
-    while (b.len > 0 && b.data[b.len - 1] == '/')
-        b.len--;
-    nr_buf_putc(&b, '\0');
-    return nr_buf_steal(&b, NULL);
-}
-
 /* "host:port" as Triton's pattern has it ([0-9a-zA-Z-.]+:[0-9]+). */
 static bool host_port(const char *seg, size_t n)
 {
@@ -89,27 +73,21 @@ static nr_status_t *s3_init(nr_objstore_t *s, const char *rest)
         scheme = "https://", rest += 8;
     else if (!strncmp(rest, "http://", 7))
         scheme = "http://", rest += 7;
-    char *path = clean(rest);
-    char *p = path;
-    const char *slash = strchr(p, '/');
+    char *path = nr_os_clean_path(rest);
+    const char *p = path, *slash = strchr(p, '/');
     size_t seg = slash ? (size_t)(slash - p) : strlen(p);
     credentials(s);
     if (host_port(p, seg)) { /* s3://[http(s)://]host:port/bucket/path: that server, over
                               * http unless https:// says otherwise (Triton's) */
         s->endpoint = nr_asprintf("%s%.*s", scheme ? scheme : "http://", (int)seg, p);
         p += seg + (slash != NULL);
-        slash = strchr(p, '/');
-        seg = slash ? (size_t)(slash - p) : strlen(p);
     } else {
         s->endpoint = nr_asprintf("https://s3.%s.amazonaws.com", s->region);
     }
-    s->bucket = nr_strndup(p, seg);
-    s->base = slash != NULL ? nr_asprintf("%s/", slash + 1) : nr_strdup("");
+    nr_status_t *st = nr_os_locate(s, p);
     free(path);
-    if (s->bucket[0] == '\0')
-        return nr_status_new(NR_INTERNAL, "No bucket name found in path: %s", s->url);
     s->sigv4 = nr_asprintf("aws:amz:%s:s3", s->region);
-    return NULL;
+    return st;
 }
 
 /* The query's parameters in the order SigV4 signs them (sorted by name). */

@@ -106,6 +106,10 @@ struct nr_repo_s {
     /* the models being loaded (their ids), outermost first: an ensemble loads its composing
      * models first (load_dependencies), and a model met again is a cycle (control_mu) */
     const char **chain; size_t n_chain;
+    /* "<p>/<name>": the object-store models dir_in brought up to date during this load,
+     * unload or poll (control_mu; emptied by control_lock), so that the checks and the load
+     * of one model list its bucket once */
+    char **synced; size_t n_synced;
 };
 
 /* ---- files ----------------------------------------------------------------- */
@@ -292,21 +296,36 @@ static void free_mids(mid_t *ids, size_t n)
 }
 
 
+/* Brings model `name` of object store p up to date, once in a control operation (synced);
+ * false when that fails. */
+static bool sync_once(nr_repo_t *repo, size_t p, const char *name)
+{
+    char *key = nr_asprintf("%zu/%s", p, name);
+    for (size_t i = 0; i < repo->n_synced; i++)
+        if (!strcmp(repo->synced[i], key)) {
+            free(key);
+            return true;
+        }
+    nr_status_t *st = nr_objstore_sync(repo->stores[p], name);
+    if (st != NULL) {
+        NR_LOG_ERROR("failed to poll model '%s' from '%s': %s", name, repo->names[p], st->msg);
+        nr_status_free(st);
+        free(key);
+        return false;
+    }
+    repo->synced = nr_grow(repo->synced, repo->n_synced, sizeof(char *));
+    repo->synced[repo->n_synced++] = key;
+    return true;
+}
+
 /* The directory of model `name` in repository p, or NULL when it has none. An object
  * store's model is brought up to date first (objstore.h), so what loads is the bucket's now;
- * NULL too when that fails. */
-static char *dir_in(const nr_repo_t *repo, size_t p, const char *name)
+ * NULL too when that fails (a partial copy is not loaded: the load fails as a poll that could
+ * not finish, and what serves keeps serving). control_mu held. */
+static char *dir_in(nr_repo_t *repo, size_t p, const char *name)
 {
-    if (repo->stores[p] != NULL) {
-        nr_status_t *st = nr_objstore_sync(repo->stores[p], name);
-        if (st != NULL) { /* a partial copy is not loaded: the load fails as a poll that
-                           * could not finish, and what serves keeps serving */
-            NR_LOG_ERROR("failed to poll model '%s' from '%s': %s", name, repo->names[p],
-                         st->msg);
-            nr_status_free(st);
-            return NULL;
-        }
-    }
+    if (repo->stores[p] != NULL && !sync_once(repo, p, name))
+        return NULL;
     char *dir = nr_asprintf("%s/%s", repo->paths[p], name);
     if (!is_dir(dir)) {
         free(dir);
@@ -317,7 +336,7 @@ static char *dir_in(const nr_repo_t *repo, size_t p, const char *name)
 
 /* The directory of model `name`: NULL with *dup set when two repositories
  * hold it, NULL when none does. */
-static char *find_dir(const nr_repo_t *repo, const char *name, char **dup)
+static char *find_dir(nr_repo_t *repo, const char *name, char **dup)
 {
     char *found = NULL;
     size_t at = 0;
@@ -350,7 +369,7 @@ static size_t repo_index(const nr_repo_t *repo, const char *ns)
 
 /* The directory of model (ns, name): with namespacing the one in repository ns (none for
  * NO_NS: a model of sent files), else find_dir's. */
-static char *model_dir(const nr_repo_t *repo, const char *ns, const char *name, char **dup)
+static char *model_dir(nr_repo_t *repo, const char *ns, const char *name, char **dup)
 {
     if (!repo->opts.namespacing)
         return find_dir(repo, name, dup);
@@ -956,6 +975,9 @@ static void control_lock(nr_repo_t *repo)
 {
     nr_lock(&repo->control_mu);
     t_controlling = true;
+    for (size_t i = 0; i < repo->n_synced; i++) /* a new operation sees the buckets anew */
+        free(repo->synced[i]);
+    repo->n_synced = 0;
 }
 
 static void control_unlock(nr_repo_t *repo)
@@ -1794,7 +1816,7 @@ static void *poller_main(void *arg)
 /* The models a load of `name` means: with namespacing the model of that name in each
  * repository that has it (Triton polls every one); else, or when none has it, the one
  * model (NO_NS, name). Appended to ids[*n] (names owned). */
-static mid_t *named_ids(const nr_repo_t *repo, const char *name, mid_t *ids, size_t *n)
+static mid_t *named_ids(nr_repo_t *repo, const char *name, mid_t *ids, size_t *n)
 {
     size_t n0 = *n;
     for (size_t p = 0; repo->opts.namespacing && p < repo->opts.n_paths; p++) {
@@ -1813,7 +1835,7 @@ static mid_t *named_ids(const nr_repo_t *repo, const char *name, mid_t *ids, siz
 }
 
 /* --load-model's models (named_ids of each). */
-static mid_t *startup_ids(const nr_repo_t *repo, const char *const *names, size_t n,
+static mid_t *startup_ids(nr_repo_t *repo, const char *const *names, size_t n,
                           size_t *out_n)
 {
     mid_t *ids = NULL;
@@ -1976,6 +1998,9 @@ void nr_repo_destroy(nr_repo_t *repo)
     pthread_mutex_destroy(&repo->poll_mu);
     pthread_cond_destroy(&repo->poll_cv);
     free(repo->chain);
+    for (size_t i = 0; i < repo->n_synced; i++)
+        free(repo->synced[i]);
+    free(repo->synced);
     free(repo);
 }
 
@@ -2232,13 +2257,13 @@ nr_status_t *nr_repo_load(nr_repo_t *repo, const char *name, size_t len,
         /* sent files make a model of no repository (Triton's override: namespace "") */
         size_t k = 0;
         mid_t *ids = NULL;
+        control_lock(repo);
         if (p != NULL && p->n_files > 0) {
             ids = nr_calloc(1, sizeof(mid_t));
             ids[k++] = (mid_t){NO_NS, nr_strdup(n)};
         } else {
             ids = named_ids(repo, n, NULL, &k);
         }
-        control_lock(repo);
         st = NULL;
         for (size_t i = 0; i < k; i++) /* each namespace's; the failures, one line each */
             st = joined(st, load_model(repo, ids[i].ns, ids[i].name, p, false));

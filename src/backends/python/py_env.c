@@ -11,12 +11,12 @@
 #include "py_int.h"
 
 #include "../../common/alloc.h"
+#include "../../common/fs.h"
 #include "../../common/log.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,17 +40,10 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static unpacked_t *g_unpacked;
 static bool g_cleanup_registered;
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void remove_all(void)
 {
     for (unpacked_t *u = g_unpacked; u != NULL; u = u->next)
-        nftw(u->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        nr_remove_tree(u->dir);
 }
 
 /* Unpacks `archive` into the new directory `dir`. */
@@ -129,14 +122,12 @@ static nr_status_t *env_dir(const char *real, const struct stat *sb, char **out)
     nr_status_t *st = NULL;
     if (u == NULL || u->mtime.tv_sec != sb->st_mtim.tv_sec ||
         u->mtime.tv_nsec != sb->st_mtim.tv_nsec) { /* new, or changed since */
-        const char *tmp = getenv("TMPDIR");
-        char *dir = nr_asprintf("%s/python_env_XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
-        if (mkdtemp(dir) == NULL) {
+        char *dir = nr_make_tmpdir("python_env_");
+        if (dir == NULL) {
             st = nr_status_new(NR_INTERNAL, "unable to make a directory for the Python "
                                "execution environment '%s': %s", real, strerror(errno));
-            free(dir);
         } else if ((st = unpack(real, dir)) != NULL) {
-            nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+            nr_remove_tree(dir);
             free(dir);
         } else {
             NR_LOG_INFO("unpacked the Python execution environment %s into %s", real, dir);

@@ -17,10 +17,10 @@
  * send a whole request and half-close at once: libmicrohttpd has then read every byte (the
  * peek sees the end) before its handler marks the request as being answered, and a slow
  * moment there must not cost that client its answer (two sweeps, 1-2 s, were not enough
- * once under TSan on a machine loaded by other servers: the client got no answer). A connection stays listed (and
- * its fd open) until libmicrohttpd's CLOSED notification, which takes the
- * list's lock, so the sweeper never touches an fd that was closed and
- * reused. Its cost: one recv(MSG_PEEK) per idle connection per second.
+ * once under TSan on a machine loaded by other servers: the client got no answer). A
+ * connection stays listed (and its fd open) until libmicrohttpd's CLOSED notification, which
+ * takes the list's lock, so the sweeper never touches an fd that was closed and reused. Its
+ * cost: one recv(MSG_PEEK) per idle connection per second.
  */
 #include "http_conn.h"
 #include "http_int.h"
